@@ -1,0 +1,30 @@
+// Shared by the micro-benchmarks: per-sample percentiles reported as benchmark counters.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+namespace xthread_micro {
+
+/// Collects one duration per round trip and reports p50/p90/p99 (nanoseconds) as counters, so the
+/// median of repetitions can be compared across contenders.
+class LatencySamples {
+ public:
+  void reserve(std::size_t count) { samples_.reserve(count); }
+  void add(std::chrono::nanoseconds sample) { samples_.push_back(static_cast<double>(sample.count())); }
+  void report(benchmark::State& state);
+
+ private:
+  std::vector<double> samples_;
+};
+
+/// Pause between round trips long enough for both sides to park in the kernel ("idle" calls).
+inline constexpr std::chrono::microseconds kIdleGap{200};
+
+/// Busy-waits `gap` so the measuring thread stays on its CPU but the other side parks.
+void wait_gap(std::chrono::nanoseconds gap);
+
+}  // namespace xthread_micro

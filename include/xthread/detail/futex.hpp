@@ -1,0 +1,77 @@
+// xthread/detail/futex.hpp — parking primitives shared by every xthread type.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace xthread::detail {
+
+/// Blocks while `word == expected`, at most `timeout` (negative = forever). May return spuriously:
+/// callers always re-check their condition. Thread rule: any thread.
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                std::chrono::nanoseconds timeout = std::chrono::nanoseconds{-1}) noexcept;
+
+/// Wakes one / all threads blocked in futex_wait on `word`. Safe to call on an address whose object
+/// has just been destroyed by the woken side: the kernel only compares addresses.
+void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept;
+void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
+
+/// One iteration of a polite spin: tells the CPU we are busy-waiting.
+inline void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__) || defined(__arm__)
+  asm volatile("yield" ::: "memory");
+#else
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+#endif
+}
+
+/// How long a waiter polls before it parks in the kernel. Short enough that an idle thread never
+/// burns a core for long; long enough to catch a reply from a thread that is already running.
+inline constexpr std::chrono::nanoseconds caller_spin_budget{std::chrono::microseconds{4}};
+inline constexpr std::chrono::nanoseconds loop_spin_budget{std::chrono::microseconds{20}};
+
+/// Spins calling `ready()` until it returns true or `budget` elapses. Returns ready()'s last value.
+template <class Ready>
+bool spin_until(Ready&& ready, std::chrono::nanoseconds budget) noexcept {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
+/// A one-shot, single-waiter event: `set()` once from any thread, `wait()` from one thread.
+/// Memory ordering: everything the setter did before set() is visible after wait() returns.
+/// Destruction: the waiter may destroy the event as soon as wait() returns, even while set() is
+/// still inside its futex_wake call (that call only uses the address, never the object).
+class OneShotEvent {
+ public:
+  void set() noexcept {
+    // acq_rel: release publishes the setter's writes; acquire is unused but harmless.
+    if (state_.exchange(kSet, std::memory_order_acq_rel) == kWaiterParked) futex_wake_one(state_);
+  }
+
+  [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }
+
+  void wait(std::chrono::nanoseconds spin_budget = caller_spin_budget) noexcept {
+    if (spin_until([this] { return is_set(); }, spin_budget)) return;
+    std::uint32_t expected = kEmpty;
+    // acquire on failure: if the setter won the race, its writes must be visible to us.
+    if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) return;
+    while (state_.load(std::memory_order_acquire) != kSet) futex_wait(state_, kWaiterParked);
+  }
+
+ private:
+  static constexpr std::uint32_t kEmpty = 0;
+  static constexpr std::uint32_t kSet = 1;
+  static constexpr std::uint32_t kWaiterParked = 2;
+  std::atomic<std::uint32_t> state_{kEmpty};
+};
+
+}  // namespace xthread::detail

@@ -1,0 +1,33 @@
+// xthread/loop_thread.hpp — a named thread that runs its own EventLoop.
+#pragma once
+
+#include <string>
+#include <thread>
+
+#include "xthread/event_loop.hpp"
+
+namespace xthread {
+
+/// Starts a thread named `name` (cut to 15 characters) that runs an EventLoop until destruction.
+///
+/// Thread rule: loop() may be called from any thread; the loop's tasks run on the LoopThread's
+/// thread. Destruction: stops the loop (queued tasks are discarded, as EventLoop::stop says) and joins
+/// the thread. Do not destroy a LoopThread from its own thread (that is, from one of its tasks).
+class LoopThread {
+ public:
+  explicit LoopThread(std::string name = "xthread-loop");
+  LoopThread(const LoopThread&) = delete;
+  LoopThread& operator=(const LoopThread&) = delete;
+  ~LoopThread();
+
+  /// The loop running on this thread. Valid until the LoopThread is destroyed.
+  [[nodiscard]] EventLoop& loop() noexcept { return loop_; }
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+
+ private:
+  std::string name_;
+  EventLoop loop_;
+  std::thread thread_;
+};
+
+}  // namespace xthread

@@ -1,0 +1,222 @@
+// xthread/thread_pool.hpp — a fixed-but-resizable pool of worker threads.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "xthread/closed_error.hpp"
+#include "xthread/detail/futex.hpp"
+#include "xthread/detail/unique_function.hpp"
+
+namespace xthread {
+
+/// How ThreadPool::shutdown treats tasks still queued.
+enum class Shutdown {
+  drain,  ///< run every queued task, then stop
+  drop,   ///< destroy queued tasks without running them (their futures get ClosedError)
+};
+
+namespace detail {
+class PoolCore;
+using PoolTask = UniqueFunction<void(), 48>;
+
+/// Runs a submitted callable into its promise; if it is destroyed without running (Shutdown::drop),
+/// the future gets ClosedError instead of a bare broken_promise.
+template <class Result, class Callable>
+class PromisedTask {
+ public:
+  PromisedTask(std::promise<Result>&& promise, Callable&& callable)
+      : promise_(std::move(promise)), callable_(std::move(callable)) {}
+  PromisedTask(PromisedTask&& other) noexcept
+      : promise_(std::move(other.promise_)), callable_(std::move(other.callable_)), armed_(std::exchange(other.armed_, false)) {}
+  PromisedTask(const PromisedTask&) = delete;
+  PromisedTask& operator=(const PromisedTask&) = delete;
+  PromisedTask& operator=(PromisedTask&&) = delete;
+  ~PromisedTask() {
+    if (armed_) promise_.set_exception(std::make_exception_ptr(ClosedError("ThreadPool shut down before running the task")));
+  }
+
+  void operator()() {
+    armed_ = false;
+    try {
+      if constexpr (std::is_void_v<Result>) {
+        callable_();
+        promise_.set_value();
+      } else {
+        promise_.set_value(callable_());
+      }
+    } catch (...) {
+      promise_.set_exception(std::current_exception());
+    }
+  }
+
+ private:
+  std::promise<Result> promise_;
+  Callable callable_;
+  bool armed_ = true;
+};
+
+/// Shared by the caller and the helper tasks of one parallel_for.
+struct ParallelFor {
+  std::size_t first = 0;
+  std::size_t count = 0;
+  std::size_t chunks = 0;
+  void* body = nullptr;                                            // the caller's callable
+  void (*run_range)(void* body, std::size_t begin, std::size_t end) = nullptr;
+  std::atomic<std::size_t> next_chunk{0};
+  std::atomic<std::size_t> finished_chunks{0};
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;                                        // written once, by the thread that set failed
+  OneShotEvent done;
+
+  /// Claims and runs chunks until none are left. Never touches `body` after the last chunk is claimed.
+  void work() noexcept {
+    for (;;) {
+      // relaxed: the claim only needs atomicity; results are published through finished_chunks.
+      const std::size_t chunk = next_chunk.fetch_add(1, std::memory_order_relaxed);
+      if (chunk >= chunks) return;
+      if (!failed.load(std::memory_order_relaxed)) {
+        const std::size_t begin = first + count * chunk / chunks;
+        const std::size_t end = first + count * (chunk + 1) / chunks;
+        try {
+          run_range(body, begin, end);
+        } catch (...) {
+          if (!failed.exchange(true, std::memory_order_relaxed)) error = std::current_exception();
+        }
+      }
+      // acq_rel: the last finisher sees every other chunk's writes and publishes them through done.
+      if (finished_chunks.fetch_add(1, std::memory_order_acq_rel) + 1 == chunks) done.set();
+    }
+  }
+};
+}  // namespace detail
+
+/// A pool of worker threads running tasks in FIFO order.
+///
+/// Thread rule: every member may be called from any thread, including from inside a task, except
+/// wait_idle*, shutdown and the destructor, which throw std::logic_error (the destructor: must not be
+/// called) from a worker of this pool, since they would wait for themselves.
+///
+/// Memory ordering: everything a thread did before post()/submit() is visible to the task; everything
+/// a task did is visible after its future is ready, and after wait_idle() returns.
+///
+/// Idle workers spin for a few microseconds, then sleep in the kernel: an idle pool uses no CPU.
+/// Destruction: the destructor is shutdown(Shutdown::drain): it runs every queued task and joins.
+class ThreadPool {
+ public:
+  struct Options {
+    std::size_t threads = 0;           ///< worker count; 0 = std::thread::hardware_concurrency()
+    std::string name = "xthread-pool"; ///< thread names are "<name>-<index>", cut to 15 characters
+    /// Receives an exception escaping a post()ed task, on the worker thread. Empty: print to stderr.
+    /// If it throws, that is printed and ignored. Never std::terminate.
+    std::function<void(std::exception_ptr)> on_error;
+  };
+
+  struct Stats {
+    std::size_t workers = 0;       ///< live workers (retiring ones excluded)
+    std::size_t idle = 0;          ///< live workers not running a task
+    std::size_t pending = 0;       ///< queued tasks not yet started
+    std::uint64_t completed = 0;   ///< tasks finished since construction
+  };
+
+  ThreadPool();
+  explicit ThreadPool(Options options);
+  /// Same as ThreadPool(Options{.threads = threads}).
+  explicit ThreadPool(std::size_t threads);
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+  ~ThreadPool();
+
+  /// Any thread. Runs f(args...) on a worker; the future holds its value or exception, or ClosedError
+  /// if the pool was shut down first. Arguments are decay-copied (moved when passed as rvalues).
+  template <class F, class... A>
+  [[nodiscard]] std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
+    using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
+    auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
+                  arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
+      return std::apply(std::move(function), std::move(arguments));
+    };
+    std::promise<Result> promise;
+    std::future<Result> future = promise.get_future();
+    // If the pool is shut down, the task is destroyed unrun and the future gets ClosedError.
+    (void)enqueue(detail::PoolTask(detail::PromisedTask<Result, decltype(bound)>(std::move(promise), std::move(bound))));
+    return future;
+  }
+
+  /// Any thread. Fire and forget; an exception goes to Options::on_error. Returns false (dropping the
+  /// task) after shutdown.
+  template <class F>
+  bool post(F&& task) {
+    return enqueue(detail::PoolTask(std::forward<F>(task)));
+  }
+
+  /// Any thread. Calls body(i) for every i in [first, last), spread over the workers in contiguous
+  /// chunks; the calling thread works too, so this is safe from inside a task and makes progress
+  /// even while the pool is paused. Blocks until every index ran; rethrows the first exception
+  /// (remaining chunks are skipped then).
+  template <class F>
+  void parallel_for(std::size_t first, std::size_t last, F&& body) {
+    if (first >= last) return;
+    using Body = std::remove_reference_t<F>;
+    auto state = std::make_shared<detail::ParallelFor>();
+    state->first = first;
+    state->count = last - first;
+    state->chunks = std::min(state->count, worker_count() * 4 + 1);
+    state->body = const_cast<void*>(static_cast<const void*>(std::addressof(body)));
+    state->run_range = [](void* callable, std::size_t begin, std::size_t end) {
+      Body& function = *static_cast<Body*>(callable);
+      for (std::size_t i = begin; i < end; ++i) function(i);
+    };
+    const std::size_t helpers = std::min(state->chunks - 1, worker_count());
+    for (std::size_t i = 0; i < helpers; ++i) {
+      if (!enqueue(detail::PoolTask([state] { state->work(); }))) break;
+    }
+    state->work();
+    state->done.wait();
+    if (state->failed.load(std::memory_order_acquire)) std::rethrow_exception(state->error);
+  }
+
+  /// Any thread. Grows at once; shrinking retires workers, each after the task it is running (the
+  /// rest of its batch goes back to the queue). Never blocks on a busy worker. threads must be > 0.
+  void resize(std::size_t threads);
+
+  /// Blocks until no task is running and the queue is empty (or the pool is paused: then only until
+  /// running tasks finish).
+  void wait_idle();
+  template <class Rep, class Period>
+  bool wait_idle_for(std::chrono::duration<Rep, Period> timeout) {
+    return wait_idle_for_nanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+  }
+
+  /// Any thread. Workers finish their current task and start no new ones until resume(); tasks can
+  /// still be queued.
+  void pause();
+  void resume();
+
+  [[nodiscard]] Stats stats() const;
+
+  /// Stops the pool and joins every worker. drain: runs every task queued at the time; drop: destroys
+  /// them unrun and returns how many. Later post() returns false; later submit() futures hold
+  /// ClosedError. Calling it again returns 0.
+  std::size_t shutdown(Shutdown mode);
+
+ private:
+  bool enqueue(detail::PoolTask&& task);
+  bool wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout);
+  std::size_t worker_count() const noexcept;
+
+  std::unique_ptr<detail::PoolCore> core_;
+};
+
+}  // namespace xthread

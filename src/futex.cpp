@@ -1,0 +1,55 @@
+#include "xthread/detail/futex.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#if defined(__linux__)
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <ctime>
+#endif
+
+namespace xthread::detail {
+
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
+              "futex needs a plain 32-bit word");
+
+#if defined(__linux__)
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                std::chrono::nanoseconds timeout) noexcept {
+  timespec relative{};
+  timespec* relative_pointer = nullptr;
+  if (timeout.count() >= 0) {
+    relative.tv_sec = static_cast<time_t>(timeout.count() / 1'000'000'000);
+    relative.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
+    relative_pointer = &relative;
+  }
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
+          relative_pointer, nullptr, 0);
+}
+
+void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr,
+          nullptr, 0);
+}
+#else
+// Portable fallback: std::atomic wait has no timeout, so a timed wait degrades to a short poll.
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                std::chrono::nanoseconds timeout) noexcept {
+  if (timeout.count() < 0) {
+    word.wait(expected, std::memory_order_acquire);
+  } else if (word.load(std::memory_order_acquire) == expected) {
+    std::this_thread::sleep_for(std::min(timeout, std::chrono::nanoseconds{std::chrono::milliseconds{1}}));
+  }
+}
+void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept { word.notify_one(); }
+void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept { word.notify_all(); }
+#endif
+
+}  // namespace xthread::detail

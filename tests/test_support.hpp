@@ -1,0 +1,60 @@
+// Helpers shared by the tests. No sleeps: conditions are either signalled or polled with a deadline.
+#pragma once
+
+#include <chrono>
+#include <dirent.h>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace xthread_test {
+
+/// Polls `condition` (yielding) until it holds or `timeout` passes; returns its last value.
+/// Only for conditions nothing can signal (a thread's scheduler state, say).
+template <class Condition>
+bool eventually(Condition condition, std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return condition();
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+struct ThreadInfo {
+  std::string name;
+  char state = '?';  // R running, S sleeping, ...
+};
+
+/// This process's threads as /proc shows them.
+inline std::vector<ThreadInfo> process_threads() {
+  std::vector<ThreadInfo> threads;
+  DIR* directory = opendir("/proc/self/task");
+  if (directory == nullptr) return threads;
+  while (dirent* entry = readdir(directory)) {
+    if (entry->d_name[0] == '.') continue;
+    std::ifstream stat(std::string("/proc/self/task/") + entry->d_name + "/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const auto open = text.find('(');
+    const auto close = text.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close + 2 >= text.size()) continue;
+    threads.push_back(ThreadInfo{text.substr(open + 1, close - open - 1), text[close + 2]});
+  }
+  closedir(directory);
+  return threads;
+}
+
+/// True when every thread whose name starts with `prefix` is asleep in the kernel (state S), and at
+/// least one such thread exists.
+inline bool all_threads_sleeping(const std::string& prefix) {
+  bool any = false;
+  for (const ThreadInfo& thread : process_threads()) {
+    if (thread.name.rfind(prefix, 0) != 0) continue;
+    any = true;
+    if (thread.state != 'S') return false;
+  }
+  return any;
+}
+
+}  // namespace xthread_test

@@ -1,0 +1,58 @@
+// Counts heap allocations made by ThreadSafeFunction calls with a replaced global operator new.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <thread>
+
+#include "xthread/loop_thread.hpp"
+#include "xthread/thread_safe_function.hpp"
+
+namespace {
+std::atomic<long> allocations{0};
+std::atomic<bool> counting{false};
+
+void note_allocation() {
+  // Count every thread: the loop thread's allocations on behalf of a call count too.
+  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+}
+}  // namespace
+
+void* operator new(std::size_t size) {
+  note_allocation();
+  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t size, std::align_val_t align) {
+  note_allocation();
+  const std::size_t alignment = static_cast<std::size_t>(align);
+  if (void* p = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)) return p;
+  throw std::bad_alloc();
+}
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // operator new above is malloc
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+TEST(ThreadSafeFunctionAllocations, CallAndCallSyncAllocateNothingPerCall) {
+  xthread::LoopThread worker{"alloc-loop"};
+  xthread::ThreadSafeFunction<long(long, long)> add{worker.loop(), [](long a, long b) { return a + b; }};
+  // Warm up: the recycling pool and the loop's internal buffers reach their steady state.
+  for (long i = 0; i < 1000; ++i) {
+    ASSERT_EQ(add.call(i, 1).get(), i + 1);
+    ASSERT_EQ(add.call_sync(i, 2), i + 2);
+  }
+  constexpr long kCalls = 10'000;
+  allocations.store(0);
+  counting.store(true);
+  long sum = 0;
+  for (long i = 0; i < kCalls; ++i) {
+    sum += add.call(i, 1).get();
+    sum += add.call_sync(i, 2);
+  }
+  counting.store(false);
+  EXPECT_EQ(sum, kCalls * (kCalls - 1) + 3 * kCalls);
+  EXPECT_EQ(allocations.load(), 0) << "heap allocations during " << 2 * kCalls << " calls";
+}

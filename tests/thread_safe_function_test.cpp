@@ -1,0 +1,344 @@
+#include "xthread/thread_safe_function.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <future>
+#include <latch>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "xthread/loop_thread.hpp"
+
+using namespace std::chrono_literals;
+using xthread::ClosedError;
+using xthread::EventLoop;
+using xthread::LoopThread;
+using xthread::ThreadSafeFunction;
+
+namespace {
+
+/// Blocks a loop inside a task until released, so tests can fill its queue deterministically.
+class LoopBlocker {
+ public:
+  explicit LoopBlocker(EventLoop& loop) {
+    EXPECT_TRUE(loop.post([this] {
+      entered_.count_down();
+      release_.wait();
+    }));
+    entered_.wait();
+  }
+  ~LoopBlocker() { release(); }
+  void release() {
+    if (!released_) {
+      released_ = true;
+      release_.count_down();
+    }
+  }
+
+ private:
+  std::latch entered_{1};
+  std::latch release_{1};
+  bool released_ = false;
+};
+
+struct CopyCounter {
+  static inline std::atomic<int> copies{0};
+  std::string text;
+  explicit CopyCounter(std::string value) : text(std::move(value)) {}
+  CopyCounter(const CopyCounter& other) : text(other.text) { copies.fetch_add(1); }
+  CopyCounter(CopyCounter&&) noexcept = default;
+  CopyCounter& operator=(const CopyCounter& other) {
+    text = other.text;
+    copies.fetch_add(1);
+    return *this;
+  }
+  CopyCounter& operator=(CopyCounter&&) noexcept = default;
+};
+
+}  // namespace
+
+TEST(ThreadSafeFunction, CallRunsOnTheLoopThreadAndReturnsTheValue) {
+  LoopThread worker{"tsfn-worker"};
+  std::thread::id callee_thread;
+  ThreadSafeFunction<std::string(std::string, std::string)> concat{
+      worker.loop(), [&](std::string a, std::string b) {
+        callee_thread = std::this_thread::get_id();
+        return a + b;
+      }};
+  std::future<std::string> result = concat.call(std::string("Hello"), std::string("World"));
+  EXPECT_EQ(result.get(), "HelloWorld");
+  EXPECT_NE(callee_thread, std::this_thread::get_id());
+  EXPECT_EQ(concat.call_sync("a", "b"), "ab");
+}
+
+TEST(ThreadSafeFunction, TheCalleesExceptionComesBack) {
+  LoopThread worker;
+  ThreadSafeFunction<int(int)> checked{worker.loop(), [](int x) -> int {
+                                         if (x < 0) throw std::domain_error("negative");
+                                         return x;
+                                       }};
+  EXPECT_THROW(checked.call_sync(-1), std::domain_error);
+  EXPECT_THROW(checked.call(-1).get(), std::domain_error);
+  EXPECT_EQ(checked.call_sync(3), 3);
+}
+
+TEST(ThreadSafeFunction, VoidCallsWork) {
+  LoopThread worker;
+  std::atomic<int> calls{0};
+  ThreadSafeFunction<void()> bump{worker.loop(), [&] { calls.fetch_add(1); }};
+  bump.call_sync();
+  bump.call().get();
+  EXPECT_EQ(calls.load(), 2);
+}
+
+TEST(ThreadSafeFunction, CallSyncOnTheLoopThreadRunsInline) {
+  EventLoop loop;
+  ThreadSafeFunction<int(int)> square{loop, [](int x) { return x * x; }};
+  int inner = 0;
+  ASSERT_TRUE(loop.post([&] {
+    inner = square.call_sync(7);  // would deadlock if it queued and waited
+    loop.stop();
+  }));
+  loop.run();
+  EXPECT_EQ(inner, 49);
+}
+
+TEST(ThreadSafeFunction, NestedCallSyncAcrossTwoLoops) {
+  // The study's case 3: caller → worker loop → main loop, each hop synchronous.
+  EventLoop main_loop;
+  LoopThread worker{"tsfn-nested"};
+  ThreadSafeFunction<std::string(std::string, std::string)> on_main{
+      main_loop, [](std::string a, std::string b) { return a + b; }};
+  ThreadSafeFunction<std::string(std::string, std::string)> on_worker{
+      worker.loop(), [&](std::string a, std::string b) { return on_main.call_sync(std::move(a), std::move(b)); }};
+  std::string result;
+  std::thread caller([&] {
+    result = on_worker.call_sync(std::string("Hello"), std::string("World"));
+    main_loop.stop();
+  });
+  main_loop.run();
+  caller.join();
+  EXPECT_EQ(result, "HelloWorld");
+}
+
+TEST(ThreadSafeFunction, TryCallReportsAFullQueueAndLeavesArgumentsAlone) {
+  LoopThread worker;
+  ThreadSafeFunction<int(std::unique_ptr<int>)> take{worker.loop(), [](std::unique_ptr<int> p) { return *p; },
+                                                     {.max_queue = 1}};
+  LoopBlocker blocker(worker.loop());
+  auto first = std::make_unique<int>(1);
+  auto queued = take.try_call(std::move(first));
+  ASSERT_TRUE(queued.has_value());
+  auto second = std::make_unique<int>(2);
+  auto refused = take.try_call(std::move(second));
+  EXPECT_FALSE(refused.has_value());
+  ASSERT_NE(second, nullptr);  // not moved from: no data lost
+  EXPECT_EQ(*second, 2);
+  EXPECT_FALSE(take.closing());
+  blocker.release();
+  EXPECT_EQ(queued->get(), 1);
+}
+
+TEST(ThreadSafeFunction, EveryProducerBlockedOnAFullQueueWakesAsSpaceFrees) {
+  // Node.js #58723: with several producers blocked on a full queue, only one woke.
+  LoopThread worker;
+  ThreadSafeFunction<int(int)> identity{worker.loop(), [](int x) { return x; }, {.max_queue = 1}};
+  LoopBlocker blocker(worker.loop());
+  auto filler = identity.call(100);  // the queue is now full
+  constexpr int kProducers = 6;
+  std::vector<std::thread> producers;
+  std::vector<int> results(kProducers, -1);
+  for (int p = 0; p < kProducers; ++p) {
+    producers.emplace_back([&, p] { results[p] = identity.call_sync(p); });
+  }
+  blocker.release();
+  for (auto& producer : producers) producer.join();
+  EXPECT_EQ(filler.get(), 100);
+  for (int p = 0; p < kProducers; ++p) EXPECT_EQ(results[p], p);
+}
+
+TEST(ThreadSafeFunction, AbortFailsQueuedBlockedAndLaterCalls) {
+  LoopThread worker;
+  std::atomic<int> ran{0};
+  ThreadSafeFunction<int(int)> counted{worker.loop(), [&](int x) {
+                                         ran.fetch_add(1);
+                                         return x;
+                                       },
+                                       {.max_queue = 2}};
+  LoopBlocker blocker(worker.loop());
+  auto queued1 = counted.call(1);
+  auto queued2 = counted.call(2);  // full now
+  std::promise<bool> blocked_result;
+  std::thread blocked([&] {
+    try {
+      counted.call_sync(3);
+      blocked_result.set_value(false);
+    } catch (const ClosedError&) {
+      blocked_result.set_value(true);
+    }
+  });
+  counted.abort();
+  EXPECT_TRUE(blocked_result.get_future().get());  // the blocked producer woke with ClosedError
+  blocked.join();
+  EXPECT_TRUE(counted.closing());
+  EXPECT_THROW(counted.call_sync(4), ClosedError);
+  EXPECT_THROW(counted.call(5).get(), ClosedError);
+  EXPECT_FALSE(counted.try_call(6).has_value());
+  blocker.release();
+  EXPECT_THROW(queued1.get(), ClosedError);
+  EXPECT_THROW(queued2.get(), ClosedError);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(ThreadSafeFunction, ReleaseDrainsQueuedCallsThenRunsTheFinalizerOnTheLoop) {
+  LoopThread worker;
+  std::atomic<int> ran{0};
+  std::promise<std::thread::id> finalized;
+  std::atomic<int> finalizer_runs{0};
+  std::thread::id loop_thread;
+  ThreadSafeFunction<int(int)> counted{worker.loop(),
+                                       [&](int x) {
+                                         loop_thread = std::this_thread::get_id();
+                                         ran.fetch_add(1);
+                                         return x;
+                                       },
+                                       {.finalizer = [&] {
+                                         finalizer_runs.fetch_add(1);
+                                         finalized.set_value(std::this_thread::get_id());
+                                       }}};
+  counted.acquire();  // two references now
+  LoopBlocker blocker(worker.loop());
+  auto first = counted.call(1);
+  auto second = counted.call(2);
+  counted.release();
+  EXPECT_FALSE(counted.closing());
+  counted.release();  // last reference: closing, but queued calls still run
+  EXPECT_TRUE(counted.closing());
+  EXPECT_THROW(counted.call_sync(3), ClosedError);
+  EXPECT_THROW(counted.acquire(), ClosedError);
+  EXPECT_THROW(counted.release(), std::logic_error);
+  blocker.release();
+  EXPECT_EQ(first.get(), 1);
+  EXPECT_EQ(second.get(), 2);
+  const auto finalizer_thread = finalized.get_future().get();
+  EXPECT_EQ(finalizer_thread, loop_thread);
+  EXPECT_EQ(ran.load(), 2);
+  EXPECT_EQ(finalizer_runs.load(), 1);
+}
+
+TEST(ThreadSafeFunction, TheLastHandleReleasesAndFinalizes) {
+  LoopThread worker;
+  std::promise<void> finalized;
+  std::future<int> pending;
+  {
+    ThreadSafeFunction<int(int)> identity{worker.loop(), [](int x) { return x; },
+                                          {.finalizer = [&] { finalized.set_value(); }}};
+    auto copy = identity;  // copies share one function and its references
+    pending = copy.call(9);
+  }
+  EXPECT_EQ(pending.get(), 9);
+  finalized.get_future().get();
+}
+
+TEST(ThreadSafeFunction, AStoppedLoopFailsEveryCallInFlight) {
+  auto loop = std::make_unique<EventLoop>();
+  std::thread runner([&] { loop->run(); });
+  ThreadSafeFunction<int(int)> identity{*loop, [](int x) { return x; }};
+  LoopBlocker blocker(*loop);
+  std::vector<std::future<int>> async_calls;
+  for (int i = 0; i < 10; ++i) async_calls.push_back(identity.call(i));
+  std::vector<std::thread> sync_callers;
+  std::atomic<int> sync_closed{0};
+  std::latch callers_started(4);
+  for (int i = 0; i < 4; ++i) {
+    sync_callers.emplace_back([&, i] {
+      callers_started.count_down();
+      try {
+        (void)identity.call_sync(i);
+      } catch (const ClosedError&) {
+        sync_closed.fetch_add(1);
+      }
+    });
+  }
+  callers_started.wait();
+  loop->stop();
+  blocker.release();
+  runner.join();
+  for (auto& caller : sync_callers) caller.join();
+  for (auto& call : async_calls) EXPECT_THROW(call.get(), ClosedError);
+  // A sync caller either queued before the stop (discarded → ClosedError) or after (refused → ClosedError).
+  EXPECT_EQ(sync_closed.load(), 4);
+  loop.reset();  // the function outlives its loop
+  EXPECT_THROW(identity.call_sync(1), ClosedError);
+  EXPECT_THROW(identity.call(1).get(), ClosedError);
+}
+
+TEST(ThreadSafeFunction, DestroyingTheLoopWithCallsInFlightFailsThem) {
+  auto worker = std::make_unique<LoopThread>("tsfn-doomed");
+  ThreadSafeFunction<std::string(std::string)> echo{worker->loop(), [](std::string s) { return s; }};
+  auto blocker = std::make_unique<LoopBlocker>(worker->loop());
+  std::vector<std::future<std::string>> calls;
+  for (int i = 0; i < 20; ++i) calls.push_back(echo.call(std::string(100, 'x')));
+  std::thread destroyer([&] { worker.reset(); });  // stops the loop and joins: waits for the blocker
+  blocker->release();
+  destroyer.join();
+  for (auto& call : calls) EXPECT_THROW(call.get(), ClosedError);
+}
+
+TEST(ThreadSafeFunction, MoveOnlyArgumentsAndResults) {
+  LoopThread worker;
+  ThreadSafeFunction<std::unique_ptr<int>(std::unique_ptr<int>)> bump{
+      worker.loop(), [](std::unique_ptr<int> p) {
+        ++*p;
+        return p;
+      }};
+  auto value = bump.call_sync(std::make_unique<int>(1));
+  EXPECT_EQ(*value, 2);
+  auto later = bump.call(std::move(value)).get();
+  EXPECT_EQ(*later, 3);
+}
+
+TEST(ThreadSafeFunction, ArgumentsAreMovedNeverCopied) {
+  LoopThread worker;
+  ThreadSafeFunction<std::size_t(CopyCounter, CopyCounter)> measure{
+      worker.loop(), [](CopyCounter a, CopyCounter b) { return a.text.size() + b.text.size(); }};
+  CopyCounter::copies.store(0);
+  const std::string megabyte(1 << 20, 'm');
+  EXPECT_EQ(measure.call_sync(CopyCounter(megabyte), CopyCounter(megabyte)), 2u << 20);
+  EXPECT_EQ(measure.call(CopyCounter(megabyte), CopyCounter(megabyte)).get(), 2u << 20);
+  auto attempt = measure.try_call(CopyCounter(megabyte), CopyCounter(megabyte));
+  ASSERT_TRUE(attempt.has_value());
+  EXPECT_EQ(attempt->get(), 2u << 20);
+  EXPECT_EQ(CopyCounter::copies.load(), 0);
+}
+
+TEST(ThreadSafeFunction, ManyThreadsCallConcurrently) {
+  LoopThread worker;
+  std::atomic<long> seen{0};
+  ThreadSafeFunction<long(long)> add{worker.loop(), [&](long x) {
+                                       seen.fetch_add(x, std::memory_order_relaxed);
+                                       return x + 1;
+                                     },
+                                     {.max_queue = 8}};
+  constexpr int kThreads = 4;
+  constexpr int kCalls = 2'000;
+  std::vector<std::thread> callers;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    callers.emplace_back([&, t] {
+      for (long i = 0; i < kCalls; ++i) {
+        const long x = t * kCalls + i;
+        const long y = (i % 2 == 0) ? add.call_sync(x) : add.call(x).get();
+        if (y != x + 1) wrong.fetch_add(1);
+      }
+    });
+  }
+  for (auto& caller : callers) caller.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const long n = static_cast<long>(kThreads) * kCalls;
+  EXPECT_EQ(seen.load(), n * (n - 1) / 2);
+}
