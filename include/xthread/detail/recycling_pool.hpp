@@ -25,7 +25,7 @@ class RecyclingPool {
     for (std::size_t size_class = 0; size_class < kClasses; ++size_class) {
       for (FreeBlock* block = free_[size_class]; block != nullptr;) {
         FreeBlock* next = block->next;
-        ::operator delete(static_cast<void*>(block), class_bytes(size_class), std::align_val_t{kAlignment});
+        ::operator delete(static_cast<void*>(block), std::align_val_t{kAlignment});
         block = next;
       }
     }
@@ -48,7 +48,7 @@ class RecyclingPool {
   void deallocate(void* pointer, std::size_t bytes) noexcept {
     const std::size_t size_class = class_of(bytes);
     if (size_class == kClasses) {
-      ::operator delete(pointer, bytes, std::align_val_t{kAlignment});
+      ::operator delete(pointer, std::align_val_t{kAlignment});
       return;
     }
     {
@@ -60,7 +60,7 @@ class RecyclingPool {
         return;
       }
     }
-    ::operator delete(pointer, class_bytes(size_class), std::align_val_t{kAlignment});
+    ::operator delete(pointer, std::align_val_t{kAlignment});
   }
 
  private:
