@@ -132,6 +132,7 @@ LoopStats LoopCore::stats() const {
 
 std::chrono::nanoseconds LoopCore::fire_due_timers() {
   using Clock = std::chrono::steady_clock;
+  if (timer_heap_.empty()) return std::chrono::nanoseconds{-1};
   auto now = Clock::now();
   while (!timer_heap_.empty()) {
     TimerEntry& top = timer_heap_.front();
@@ -208,43 +209,53 @@ void LoopCore::run() {
   for (;;) {
     TaskList batch;
     std::size_t level = kLevels;
+    bool idle_waiting = false;
     {
+      // One critical section per iteration: adopt new timers and take the most urgent batch.
       std::unique_lock lock(mutex_);
       park_word_.store(kRunning, std::memory_order_relaxed);
       if (stop_requested_.load(std::memory_order_relaxed)) break;
-      for (TimerEntry& entry : new_timers_) {
-        timer_heap_.push_back(std::move(entry));
-        std::push_heap(timer_heap_.begin(), timer_heap_.end(), LaterFirst{});
+      if (!new_timers_.empty()) {
+        for (TimerEntry& entry : new_timers_) {
+          timer_heap_.push_back(std::move(entry));
+          std::push_heap(timer_heap_.begin(), timer_heap_.end(), LaterFirst{});
+        }
+        new_timers_.clear();
+        nonempty_.fetch_and(~kTimersBit, std::memory_order_relaxed);
       }
-      new_timers_.clear();
-      nonempty_.fetch_and(~kTimersBit, std::memory_order_relaxed);
-    }
-
-    park_timeout = fire_due_timers();
-
-    {
-      std::unique_lock lock(mutex_);
       for (std::size_t candidate = 0; candidate + 1 < kLevels; ++candidate) {
         if (!queues_[candidate].empty()) {
           level = candidate;
           batch = std::exchange(queues_[candidate], TaskList{});
+          std::size_t count = 0;
+          for (LoopTask* t = batch.head; t != nullptr; t = t->next) ++count;
+          pending_ -= count;
+          nonempty_.fetch_and(~(1u << level), std::memory_order_relaxed);
           break;
         }
       }
-      if (level == kLevels && !queues_[kLevels - 1].empty() && (park_timeout.count() != 0)) {
-        // Idle work: one task at a time, and only when nothing else is waiting.
+      idle_waiting = level == kLevels && !queues_[kLevels - 1].empty();
+    }
+
+    // Due timers run before the batch (their tasks can still preempt it, see run_tasks).
+    park_timeout = fire_due_timers();
+
+    if (level == kLevels && idle_waiting && park_timeout.count() != 0) {
+      // Idle work: one task at a time, and only when nothing else is waiting or due.
+      std::unique_lock lock(mutex_);
+      bool others = false;
+      for (std::size_t candidate = 0; candidate + 1 < kLevels; ++candidate) others = others || !queues_[candidate].empty();
+      TaskList& idle = queues_[kLevels - 1];
+      if (!others && !idle.empty() && new_timers_.empty()) {
         level = kLevels - 1;
-        TaskList& idle = queues_[level];
         batch.head = batch.tail = idle.head;
         idle.head = idle.head->next;
-        if (idle.head == nullptr) idle.tail = nullptr;
+        if (idle.head == nullptr) {
+          idle.tail = nullptr;
+          nonempty_.fetch_and(~(1u << level), std::memory_order_relaxed);
+        }
         batch.head->next = nullptr;
-      }
-      if (level != kLevels) {
-        std::size_t count = 0;
-        for (LoopTask* t = batch.head; t != nullptr; t = t->next) ++count;
-        pending_ -= count;
-        if (queues_[level].empty()) nonempty_.fetch_and(~(1u << level), std::memory_order_relaxed);
+        --pending_;
       }
     }
 
