@@ -3,6 +3,7 @@
 #pragma once
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <functional>
@@ -91,11 +92,13 @@ class ThreadSafeFunction<R(Args...)> {
     }
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     SyncCall<U&&...> node(state, std::forward<U>(arguments)...);
+    const auto start = std::chrono::steady_clock::now();
     if (!state.core->post(&node, Priority::normal)) {
       state.gate.leave();
       throw ClosedError("EventLoop stopped");
     }
-    node.done.wait();
+    node.done.wait(state.spin.budget());
+    state.spin.record(std::chrono::steady_clock::now() - start);
     if (node.error) std::rethrow_exception(node.error);
     if constexpr (!std::is_void_v<R>) return std::move(*node.result);
   }
@@ -146,6 +149,7 @@ class ThreadSafeFunction<R(Args...)> {
     std::shared_ptr<detail::RecyclingPool> pool;
     std::function<void()> finalizer;            // moved out once, by the thread that finalizes
     detail::CallGate gate;
+    detail::AdaptiveSpin spin;                  // how long call_sync polls before parking
   };
 
   /// Keeps the function open while any handle exists; the last handle releases what is left.

@@ -1,6 +1,7 @@
 // xthread/detail/futex.hpp — parking primitives shared by every xthread type.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -32,19 +33,52 @@ inline void cpu_relax() noexcept {
 /// burns a core for long; long enough to catch a reply from a thread that is already running.
 inline constexpr std::chrono::nanoseconds caller_spin_budget{std::chrono::microseconds{4}};
 inline constexpr std::chrono::nanoseconds loop_spin_budget{std::chrono::microseconds{20}};
+/// The most a synchronous caller ever polls for a reply (see AdaptiveSpin).
+inline constexpr std::chrono::nanoseconds max_caller_spin{std::chrono::microseconds{100}};
+/// Pure pause-spinning lasts this long; after it a poller also yields its CPU between checks, so on
+/// an oversubscribed machine the thread it waits for can run.
+inline constexpr std::chrono::nanoseconds pause_only_spin{std::chrono::microseconds{2}};
+
+void yield_cpu() noexcept;
 
 /// Spins calling `ready()` until it returns true or `budget` elapses. Returns ready()'s last value.
 template <class Ready>
 bool spin_until(Ready&& ready, std::chrono::nanoseconds budget) noexcept {
-  const auto deadline = std::chrono::steady_clock::now() + budget;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + budget;
+  const auto yield_after = start + pause_only_spin;
   for (;;) {
     for (int i = 0; i < 64; ++i) {
       if (ready()) return true;
       cpu_relax();
     }
-    if (std::chrono::steady_clock::now() >= deadline) return ready();
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) return ready();
+    if (now >= yield_after) yield_cpu();
   }
 }
+
+/// Learns how long replies take and decides how long a synchronous caller should poll before it
+/// parks: about twice the recent round trip when that is short (a reply is due any moment, and a
+/// kernel wake-up would cost more than the wait), almost nothing when replies take long (polling
+/// would only burn CPU). Thread rule: any thread; races only blur the estimate (relaxed atomics).
+class AdaptiveSpin {
+ public:
+  [[nodiscard]] std::chrono::nanoseconds budget() const noexcept {
+    const std::int64_t recent = recent_ns_.load(std::memory_order_relaxed);
+    if (recent == 0 || recent > max_caller_spin.count()) return caller_spin_budget;
+    return std::max(caller_spin_budget, std::min(max_caller_spin, std::chrono::nanoseconds{2 * recent}));
+  }
+  void record(std::chrono::nanoseconds round_trip) noexcept {
+    const std::int64_t recent = recent_ns_.load(std::memory_order_relaxed);
+    const std::int64_t sample = round_trip.count();
+    // An exponential moving average over about eight calls.
+    recent_ns_.store(recent == 0 ? sample : recent + (sample - recent) / 8, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::int64_t> recent_ns_{0};
+};
 
 /// A one-shot, single-waiter event: `set()` once from any thread, `wait()` from one thread.
 /// Memory ordering: everything the setter did before set() is visible after wait() returns.
