@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "test_support.hpp"
 #include "xthread/loop_thread.hpp"
 
 using namespace std::chrono_literals;
@@ -283,7 +284,11 @@ TEST(ThreadSafeFunction, DestroyingTheLoopWithCallsInFlightFailsThem) {
   auto blocker = std::make_unique<LoopBlocker>(worker->loop());
   std::vector<std::future<std::string>> calls;
   for (int i = 0; i < 20; ++i) calls.push_back(echo.call(std::string(100, 'x')));
+  EventLoop& loop = worker->loop();
   std::thread destroyer([&] { worker.reset(); });  // stops the loop and joins: waits for the blocker
+  // The loop object lives until the blocker is released (the destructor joins first). Release it only
+  // once the destructor has stopped the loop, which shows as post() being refused.
+  EXPECT_TRUE(xthread_test::eventually([&] { return !loop.post([] {}); }));
   blocker->release();
   destroyer.join();
   for (auto& call : calls) EXPECT_THROW(call.get(), ClosedError);

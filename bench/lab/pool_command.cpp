@@ -1,0 +1,102 @@
+// `xthread-bench pool`: the command line and output of the thread-pool lab (driver: pool_lab.cpp).
+#include "pool_command.hpp"
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "pool_lab.hpp"
+#include "pool_results.hpp"
+
+namespace xthread_lab {
+
+void register_pool_command(CLI::App& app, CommandResult& result) {
+  auto raw = std::make_shared<pool::RawOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "pool",
+      "Thread pools: study 004 (Eterfree) as published, then what separates pools.\n"
+      "Pools: xthread, asio (boost::asio::thread_pool), tbb (oneTBB task_arena + task_group), naive (mutex + "
+      "condvar + deque).\n"
+      "Workloads: eterfree (the study: 16 threads, 100000 tasks of 10000 volatile increments + 1 ms sleep), empty, "
+      "futures, bulk, roundtrip, fine (~1 us tasks), producers, idle.\n"
+      "The default run (every workload and pool, 10 runs) takes about 6 minutes on a 2-core machine, 5 of them in "
+      "eterfree (10 runs x 4 pools x ~7 s); e.g. `--runs 7 --tasks 20000` takes about 1.5 minutes.");
+  cmd->add_option("--workload", raw->workloads,
+                  "Comma-separated workloads, or all: eterfree, empty, futures, bulk, roundtrip, fine, producers, idle")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--pools", raw->pools, "Comma-separated pools, or all: xthread, asio, tbb, naive")
+      ->type_name("LIST")
+      ->capture_default_str();
+  cmd->add_option("--runs", raw->runs, "Runs per workload and pool, interleaved (7 or more for overhead workloads)")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--threads", raw->threads, "Worker threads for eterfree and idle (the study's 16)")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--workers", raw->workers,
+                  "Worker threads for empty, futures, bulk, roundtrip, fine, producers (default: hardware concurrency)")
+      ->type_name("N");
+  cmd->add_option("--tasks", raw->tasks, "Tasks per eterfree run (the study's 100000)")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--ops", raw->ops,
+                  "Tasks per run of every overhead workload (default: empty 200000, futures 100000, bulk 4000000, "
+                  "roundtrip 10000, fine 100000, producers 200000)")
+      ->type_name("N");
+  cmd->add_option("--window", raw->window, "Eterfree: the study's fixed counting window")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  cmd->add_option("--producers", raw->producers, "Producer threads of the producers workload")
+      ->type_name("N")
+      ->capture_default_str();
+  cmd->add_option("--idle-window", raw->idle_window, "Idle: how long the idle pool is watched")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  cmd->add_option("--format", raw->format, "Output on stdout: table, csv or json")
+      ->type_name("FORMAT")
+      ->capture_default_str();
+  cmd->add_option("--out", raw->out, "Directory for results.json and PNG charts (created if needed)")->type_name("DIR");
+  cmd->add_flag("--quiet", raw->quiet, "No progress line on stderr (it is only shown on a terminal anyway)");
+
+  cmd->callback([raw, &result] {
+    const pool::Options options = pool::parse_options(*raw);
+    std::optional<OutputDir> out;
+    if (options.out) out.emplace(*options.out);  // UsageError when unwritable, before measuring
+
+    Progress progress(!options.quiet);
+    pool::PoolReport report = pool::run_lab(options, progress);
+
+    const nlohmann::json doc = pool::to_json(report);
+    switch (options.format) {
+      case Format::table: std::cout << pool::render_table(report); break;
+      case Format::csv: std::cout << pool::render_csv(report); break;
+      case Format::json: std::cout << doc.dump(2) << "\n"; break;
+    }
+    std::cout.flush();
+
+    result.exit_code = 0;
+    const std::size_t failed = report.failed_runs();
+    if (failed > 0) {
+      std::cerr << "xthread-bench: pool: " << failed << " run(s) failed: a task ran never or more than once\n";
+      result.exit_code = 1;
+    }
+    if (out) {
+      try {
+        out->write_file("results.json", doc.dump(2) + "\n");
+        const auto charts = out->render_charts("pool");
+        if (!options.quiet) {
+          std::cerr << "xthread-bench: pool: wrote " << (out->path() / "results.json").string();
+          for (const auto& c : charts) std::cerr << ", " << c;
+          std::cerr << "\n";
+        }
+      } catch (const std::exception& e) {
+        std::cerr << "xthread-bench: pool: " << e.what() << "\n";
+        result.exit_code = 1;
+      }
+    }
+  });
+}
+
+}  // namespace xthread_lab

@@ -1,0 +1,25 @@
+#include "pool_peers.hpp"
+
+#include <array>
+
+namespace xthread_lab::pool {
+
+namespace {
+constexpr std::array<Peer, 4> kPeers = {{
+    {"xthread", "xthread::ThreadPool (post / submit / parallel_for / wait_idle)", &run_xthread},
+    {"asio", "boost::asio::thread_pool (post; in-flight counter for wait_idle; packaged_task futures)", &run_asio},
+    {"tbb", "oneTBB task_arena + task_group (enqueue(defer) / parallel_for / execute(wait))", &run_tbb},
+    {"naive", "std::mutex + std::condition_variable + std::deque<std::function> baseline", &run_naive},
+}};
+}  // namespace
+
+std::span<const Peer> all_peers() { return kPeers; }
+
+const Peer* find_peer(std::string_view name) {
+  for (const Peer& p : kPeers) {
+    if (p.name == name) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace xthread_lab::pool

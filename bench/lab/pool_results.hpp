@@ -1,0 +1,124 @@
+// Results of the pool lab: per-run samples aggregated per (workload, pool), the study's published
+// Eterfree table, the goals, and the JSON document, schema "xthread-bench/pool/1"
+// (docs/results-schema.md, section "pool").
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common.hpp"
+#include "pool_workloads.hpp"
+
+namespace xthread_lab::pool {
+
+inline constexpr std::string_view kPoolSchema = "xthread-bench/pool/1";
+
+// Study 004's latest Eterfree run (Windows, 16 threads, 100 000 tasks, ~10 s window).
+struct PublishedEterfreeRun {
+  int run;
+  std::uint64_t tasks;
+  std::uint64_t ms;
+  double tasks_per_ms;
+};
+inline constexpr std::array<PublishedEterfreeRun, 10> kPublishedEterfree = {{
+    {1, 80093, 10009, 8.0021},
+    {2, 80136, 10008, 8.00719},
+    {3, 80147, 10009, 8.00749},
+    {4, 80102, 10007, 8.0046},
+    {5, 80170, 10010, 8.00899},
+    {6, 80160, 10009, 8.00879},
+    {7, 80170, 10008, 8.01059},
+    {8, 80188, 10009, 8.01159},
+    {9, 80172, 10009, 8.00999},
+    {10, 80149, 10010, 8.00689},
+}};
+inline constexpr double kPublishedEterfreeAvgTasks = 80148.7;
+inline constexpr double kPublishedEterfreeAvgMs = 10008.8;
+inline constexpr double kPublishedEterfreeAvgTasksPerMs = 8.00782;
+
+// Median and range over the successful runs (all zero when none succeeded).
+struct Range {
+  double median = 0;
+  double min = 0;
+  double max = 0;
+};
+Range range_of(std::vector<double> values);
+void to_json(nlohmann::json& out, const Range& range);
+
+// The one number a chart shows for a workload.
+struct Headline {
+  std::string name;   // e.g. "throughput", "p50 latency"
+  std::string unit;   // e.g. "M tasks/s", "us", "% of one core"
+  bool higher_is_better = true;
+  Range value;
+};
+
+// All runs of one workload on one pool, and what they add up to.
+struct Series {
+  Workload workload = Workload::empty;
+  std::string pool;
+  std::size_t threads = 0;     // worker threads of the pool
+  std::uint64_t tasks = 0;     // tasks per run
+  std::vector<RunSample> runs;
+
+  // Filled by aggregate(), over the runs with ok == true.
+  std::size_t failed = 0;
+  Range tasks_per_s;
+  Range wall_ns_per_task;
+  Range cpu_ns_per_task;
+  Range latency_p50_ns, latency_p99_ns;              // roundtrip
+  std::optional<double> p50_over_futex_floor;        // roundtrip: median p50 / futex floor p50
+  std::optional<double> p50_over_sleep_floor;        // roundtrip: median p50 / sleep floor p50
+  Range cpu_percent;                                 // idle: process CPU / wall, % of one core
+  Range efficiency;                                  // eterfree (completion), fine: measured / ceiling
+  // eterfree, averaged like the study (mean over runs)
+  double window_avg_tasks = 0, window_avg_ms = 0, window_avg_tasks_per_ms = 0;
+  double completion_avg_ms = 0, completion_avg_tasks_per_ms = 0;
+  Range completion_tasks_per_ms;
+  Headline headline;
+};
+
+struct Goal {
+  std::string name;      // "eterfree >= 99 % of ceiling"
+  std::string measured;  // human text, e.g. "99.6 %"
+  std::optional<double> value;
+  double target = 0;
+  std::optional<bool> met;  // nullopt when not measured (workload or pool not run)
+};
+
+struct PoolReport {
+  MachineInfo machine;
+  nlohmann::json config = nlohmann::json::object();
+  std::vector<Workload> workloads;
+  std::vector<std::string> pools;
+  std::optional<BodyTiming> eterfree_body;           // one task body alone
+  double eterfree_ceiling_tasks_per_ms = 0;          // threads / mean body duration
+  std::optional<FineCalibration> fine;
+  double fine_ceiling_tasks_per_s = 0;               // workers / body duration
+  std::optional<Floors> floors;
+  std::vector<Series> series;                        // workload order, then pool order
+  std::vector<Goal> goals;
+  double wall_s = 0;
+  CpuTimes cpu;
+
+  Series* find(Workload workload, std::string_view pool);
+  const Series* find(Workload workload, std::string_view pool) const;
+  std::size_t failed_runs() const;
+};
+
+// Computes every aggregate of every series and the goals.
+void aggregate(PoolReport& report);
+
+nlohmann::json to_json(const PoolReport& report);
+
+// Reporters (pool_report.cpp).
+std::string render_table(const PoolReport& report);
+std::string render_csv(const PoolReport& report);
+
+}  // namespace xthread_lab::pool

@@ -1,0 +1,31 @@
+// Reporters of the xcall lab, one per output format (report_table.cpp, report_csv.cpp,
+// report_json.cpp). All are pure functions of the results; none measures anything.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "xcall_results.hpp"
+
+namespace xthread_lab {
+
+// --format table: header (machine, floors, loads), the study's two tables with the published
+// OpenHarmony means beside ours and their ratio, (a) load x case at the load-sweep payload and
+// (b) payload x case idle, the load model lines, then a percentile table of every point.
+std::string report_table(const XcallReport& report);
+
+// --format csv: one header line and one row per point; every row is self-contained (it repeats the
+// floors and the load facts of its load level). Columns are listed in docs/results-schema.md.
+std::string report_csv(const XcallReport& report);
+
+// --format json and results.json: the "xthread-bench/xcall/1" document, raw samples included.
+nlohmann::json report_json(const XcallReport& report);
+
+// The study's two tables with, per cell, OpenHarmony (published) | Node-API | xthread, plus the ratio
+// Node-API / xthread, followed by a percentile table of both sets. Either set may be empty (its
+// column then shows "-"). Points are matched by case, load, payload, work_ns and hot.
+std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread);
+
+}  // namespace xthread_lab

@@ -1,0 +1,743 @@
+// xthread_napi::JsFunction — call a JavaScript function from any C++ thread and get its converted
+// return value. Header-only; plain C Node-API (NAPI_VERSION 8) underneath, no node-addon-api.
+//
+//   // On the JS thread (inside a Node-API callback):
+//   xthread_napi::JsFunction<std::string(std::string, std::string)> concat(env, js_fn);
+//   // On any C++ thread:
+//   std::string s = concat.call_sync("Hello", "World");          // blocks until JS returned
+//   std::future<std::string> f = concat.call("Hello", "World");   // never blocks
+//
+// Threads
+//   * The thread that constructs a JsFunction is its "JS thread": the thread of the napi_env it was made
+//     in (the main thread or a worker_threads Worker). The JS function only ever runs there.
+//   * call(), call_sync(), release(), abort(), closed(), on_js_thread() may be called from any thread,
+//     concurrently. ref() / unref() only on the JS thread.
+//   * call_sync() on the JS thread itself runs the function inline (no queueing, no deadlock). It must
+//     then be made from inside a Node-API callback (JS called into native code), like any napi_call.
+//   * Never wait on a future returned by call() while on the JS thread: the call can only run once the
+//     JS thread returns to its event loop. Two JS threads that call_sync() into each other at the same
+//     time deadlock (each is blocked waiting for the other); a nested chain in one direction
+//     (C++ thread -> Worker -> main thread) is fine.
+//
+// Ordering
+//   Everything the caller did before call()/call_sync() is visible to the JS function; everything the
+//   JS function did (and the conversion of its result) is visible to the caller once call_sync()
+//   returns or the future becomes ready. Calls made from one thread run in the order they were made.
+//
+// Failures (every call ends in exactly one of: a value, or one of these exceptions)
+//   JsError         the JS function threw; what() is the JS error's message (String(value) for non-errors).
+//   ConversionError an argument or the return value has no conversion to the requested type.
+//   ClosedError     the function was released or aborted, or its environment is being torn down
+//                   (e.g. the Worker it lives in exits): queued calls that never ran, calls in flight
+//                   whose JS execution was terminated, and every later call get this.
+//   NapiError       a Node-API call failed unexpectedly; carries the napi_status.
+//
+// Lifetime
+//   JsFunction is a cheap, copyable handle; copies share one napi_threadsafe_function. The function is
+//   released (gracefully: queued calls still run) when release() is called or the last copy is
+//   destroyed, whichever comes first; abort() drops queued calls instead. A handle may be destroyed on
+//   any thread, including after its environment is gone. Its memory stays valid until both the last
+//   handle and Node's finalizer are gone, so a late call on a dead environment is an error, not a crash.
+//
+// Conversions (Convert<T>; specialize it for your own types)
+//   std::string               <-> string (UTF-8)
+//   double                    <-> number
+//   std::int64_t              <-> number (integral, |v| <= 2^53) or BigInt; to JS: number when exact, else BigInt
+//   std::int32_t              <-> number (integral, in range)
+//   bool                      <-> boolean
+//   std::vector<std::uint8_t> <-> Buffer (to JS, a copy); from Buffer / TypedArray / DataView / ArrayBuffer bytes
+//   void (return only)        <-  anything, ignored
+#pragma once
+
+#ifndef NAPI_VERSION
+#define NAPI_VERSION 8
+#endif
+#include <node_api.h>
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace xthread_napi {
+
+// ---------------------------------------------------------------------------------------------------
+// Errors
+
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The JS function threw. what() is the error's `message` (or String(value) when a non-object was thrown).
+class JsError : public Error {
+ public:
+  JsError(std::string message, std::string name, std::string stack)
+      : Error(message), name_(std::move(name)), stack_(std::move(stack)) {}
+  const std::string& name() const noexcept { return name_; }    // e.g. "TypeError"; empty if unknown
+  const std::string& stack() const noexcept { return stack_; }  // empty if unknown
+
+ private:
+  std::string name_;
+  std::string stack_;
+};
+
+class ClosedError : public Error {
+ public:
+  explicit ClosedError(const std::string& reason) : Error("xthread_napi: closed: " + reason) {}
+};
+
+class ConversionError : public Error {
+ public:
+  explicit ConversionError(const std::string& what) : Error("xthread_napi: conversion: " + what) {}
+};
+
+class NapiError : public Error {
+ public:
+  NapiError(const std::string& call, napi_status status)
+      : Error("xthread_napi: " + call + " failed (napi_status " + std::to_string(static_cast<int>(status)) +
+              ")"),
+        status_(status) {}
+  napi_status status() const noexcept { return status_; }
+
+ private:
+  napi_status status_;
+};
+
+namespace detail {
+
+inline void check(napi_status status, const char* call) {
+  if (status != napi_ok) throw NapiError(call, status);
+}
+
+// The exception object is made inside this function, so no temporary of the calling thread still shares
+// its (reference-counted) message once the pointer has been handed to another thread.
+inline std::exception_ptr closed_error(const std::string& reason) { return std::make_exception_ptr(ClosedError(reason)); }
+
+inline const char* type_name(napi_env env, napi_value value) noexcept {
+  napi_valuetype type = napi_undefined;
+  if (napi_typeof(env, value, &type) != napi_ok) return "unknown";
+  switch (type) {
+    case napi_undefined: return "undefined";
+    case napi_null: return "null";
+    case napi_boolean: return "boolean";
+    case napi_number: return "number";
+    case napi_string: return "string";
+    case napi_symbol: return "symbol";
+    case napi_object: return "object";
+    case napi_function: return "function";
+    case napi_external: return "external";
+    case napi_bigint: return "bigint";
+  }
+  return "unknown";
+}
+
+[[noreturn]] inline void type_mismatch(napi_env env, napi_value value, const char* expected) {
+  throw ConversionError(std::string("expected ") + expected + ", got " + type_name(env, value));
+}
+
+inline void expect_type(napi_env env, napi_value value, napi_valuetype want, const char* expected) {
+  napi_valuetype type = napi_undefined;
+  check(napi_typeof(env, value, &type), "napi_typeof");
+  if (type != want) type_mismatch(env, value, expected);
+}
+
+inline bool is_ascii(const char* data, std::size_t size) noexcept {
+  std::size_t i = 0;
+  for (; i + 8 <= size; i += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, data + i, 8);
+    if (word & 0x8080808080808080ULL) return false;
+  }
+  for (; i < size; ++i) {
+    if (static_cast<unsigned char>(data[i]) & 0x80) return false;
+  }
+  return true;
+}
+
+// Reads a JS string as UTF-8. Does not coerce.
+inline std::string string_from_js(napi_env env, napi_value value) {
+  std::size_t length = 0;
+  check(napi_get_value_string_utf8(env, value, nullptr, 0, &length), "napi_get_value_string_utf8");
+  std::string out(length, '\0');
+  // Writing the terminating '\0' at out.data()[length] is allowed (it is the string's own terminator).
+  check(napi_get_value_string_utf8(env, value, out.data(), length + 1, &length), "napi_get_value_string_utf8");
+  out.resize(length);
+  return out;
+}
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------------
+// Conversions. Both members run on the JS thread only and throw ConversionError / NapiError.
+
+template <class T>
+struct Convert;  // not defined: no conversion for T (specialize to add one)
+
+template <>
+struct Convert<std::string> {
+  static napi_value to_js(napi_env env, const std::string& value) {
+    napi_value out = nullptr;
+    // ASCII is the same in UTF-8 and Latin-1, and V8 copies Latin-1 straight into a one-byte string
+    // instead of running its UTF-8 decoder: several times faster for large ASCII payloads.
+    if (detail::is_ascii(value.data(), value.size())) {
+      detail::check(napi_create_string_latin1(env, value.data(), value.size(), &out), "napi_create_string_latin1");
+    } else {
+      detail::check(napi_create_string_utf8(env, value.data(), value.size(), &out), "napi_create_string_utf8");
+    }
+    return out;
+  }
+  static std::string from_js(napi_env env, napi_value value) {
+    detail::expect_type(env, value, napi_string, "string");
+    return detail::string_from_js(env, value);
+  }
+};
+
+template <>
+struct Convert<double> {
+  static napi_value to_js(napi_env env, double value) {
+    napi_value out = nullptr;
+    detail::check(napi_create_double(env, value, &out), "napi_create_double");
+    return out;
+  }
+  static double from_js(napi_env env, napi_value value) {
+    detail::expect_type(env, value, napi_number, "number");
+    double out = 0;
+    detail::check(napi_get_value_double(env, value, &out), "napi_get_value_double");
+    return out;
+  }
+};
+
+template <>
+struct Convert<std::int64_t> {
+  static constexpr std::int64_t kMaxSafe = (std::int64_t{1} << 53);
+  static napi_value to_js(napi_env env, std::int64_t value) {
+    napi_value out = nullptr;
+    if (value >= -kMaxSafe && value <= kMaxSafe) {
+      detail::check(napi_create_int64(env, value, &out), "napi_create_int64");
+    } else {
+      detail::check(napi_create_bigint_int64(env, value, &out), "napi_create_bigint_int64");
+    }
+    return out;
+  }
+  static std::int64_t from_js(napi_env env, napi_value value) {
+    napi_valuetype type = napi_undefined;
+    detail::check(napi_typeof(env, value, &type), "napi_typeof");
+    if (type == napi_bigint) {
+      std::int64_t out = 0;
+      bool lossless = false;
+      detail::check(napi_get_value_bigint_int64(env, value, &out, &lossless), "napi_get_value_bigint_int64");
+      if (!lossless) throw ConversionError("BigInt does not fit in int64");
+      return out;
+    }
+    if (type != napi_number) detail::type_mismatch(env, value, "integer number or BigInt");
+    double d = 0;
+    detail::check(napi_get_value_double(env, value, &d), "napi_get_value_double");
+    if (!std::isfinite(d) || std::trunc(d) != d) throw ConversionError("expected an integer, got a fractional or non-finite number");
+    if (d < -static_cast<double>(kMaxSafe) || d > static_cast<double>(kMaxSafe)) {
+      throw ConversionError("number is outside the exact integer range (|v| <= 2^53); pass a BigInt");
+    }
+    return static_cast<std::int64_t>(d);
+  }
+};
+
+template <>
+struct Convert<std::int32_t> {
+  static napi_value to_js(napi_env env, std::int32_t value) {
+    napi_value out = nullptr;
+    detail::check(napi_create_int32(env, value, &out), "napi_create_int32");
+    return out;
+  }
+  static std::int32_t from_js(napi_env env, napi_value value) {
+    detail::expect_type(env, value, napi_number, "number");
+    double d = 0;
+    detail::check(napi_get_value_double(env, value, &d), "napi_get_value_double");
+    if (!std::isfinite(d) || std::trunc(d) != d || d < -2147483648.0 || d > 2147483647.0) {
+      throw ConversionError("expected an int32 number");
+    }
+    return static_cast<std::int32_t>(d);
+  }
+};
+
+template <>
+struct Convert<bool> {
+  static napi_value to_js(napi_env env, bool value) {
+    napi_value out = nullptr;
+    detail::check(napi_get_boolean(env, value, &out), "napi_get_boolean");
+    return out;
+  }
+  static bool from_js(napi_env env, napi_value value) {
+    detail::expect_type(env, value, napi_boolean, "boolean");
+    bool out = false;
+    detail::check(napi_get_value_bool(env, value, &out), "napi_get_value_bool");
+    return out;
+  }
+};
+
+template <>
+struct Convert<std::vector<std::uint8_t>> {
+  static napi_value to_js(napi_env env, const std::vector<std::uint8_t>& value) {
+    napi_value out = nullptr;
+    void* copied = nullptr;
+    detail::check(napi_create_buffer_copy(env, value.size(), value.data(), &copied, &out), "napi_create_buffer_copy");
+    return out;
+  }
+  static std::vector<std::uint8_t> from_js(napi_env env, napi_value value) {
+    bool is = false;
+    // Buffers are Uint8Arrays, so the TypedArray branch covers them.
+    detail::check(napi_is_typedarray(env, value, &is), "napi_is_typedarray");
+    if (is) {
+      napi_typedarray_type type{};
+      std::size_t length = 0, offset = 0;
+      void* data = nullptr;
+      napi_value arraybuffer = nullptr;
+      detail::check(napi_get_typedarray_info(env, value, &type, &length, &data, &arraybuffer, &offset),
+                    "napi_get_typedarray_info");
+      std::size_t element = 1;
+      switch (type) {
+        case napi_int16_array: case napi_uint16_array: element = 2; break;
+        case napi_int32_array: case napi_uint32_array: case napi_float32_array: element = 4; break;
+        case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: element = 8; break;
+        default: element = 1; break;
+      }
+      auto* bytes = static_cast<const std::uint8_t*>(data);
+      return std::vector<std::uint8_t>(bytes, bytes + length * element);
+    }
+    detail::check(napi_is_dataview(env, value, &is), "napi_is_dataview");
+    if (is) {
+      std::size_t length = 0, offset = 0;
+      void* data = nullptr;
+      napi_value arraybuffer = nullptr;
+      detail::check(napi_get_dataview_info(env, value, &length, &data, &arraybuffer, &offset), "napi_get_dataview_info");
+      auto* bytes = static_cast<const std::uint8_t*>(data);
+      return std::vector<std::uint8_t>(bytes, bytes + length);
+    }
+    detail::check(napi_is_arraybuffer(env, value, &is), "napi_is_arraybuffer");
+    if (is) {
+      std::size_t length = 0;
+      void* data = nullptr;
+      detail::check(napi_get_arraybuffer_info(env, value, &data, &length), "napi_get_arraybuffer_info");
+      auto* bytes = static_cast<const std::uint8_t*>(data);
+      return std::vector<std::uint8_t>(bytes, bytes + length);
+    }
+    detail::type_mismatch(env, value, "Buffer, TypedArray, DataView or ArrayBuffer");
+  }
+};
+
+namespace detail {
+
+// Turns the pending JS exception (after a napi call returned napi_pending_exception) into a C++ exception
+// object. Never throws; runs on the JS thread.
+inline std::exception_ptr take_js_exception(napi_env env) noexcept {
+  try {
+    napi_value exception = nullptr;
+    if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || exception == nullptr) {
+      return closed_error("JS execution failed and left no exception (terminated?)");
+    }
+    napi_valuetype type = napi_undefined;
+    napi_typeof(env, exception, &type);
+    // Reads value[key] (if value is an object) or value itself as a string; clears anything it throws.
+    auto text = [env](napi_value value, const char* key) -> std::optional<std::string> {
+      napi_value v = value;
+      if (key != nullptr && napi_get_named_property(env, value, key, &v) != napi_ok) {
+        napi_value ignored;
+        napi_get_and_clear_last_exception(env, &ignored);
+        return std::nullopt;
+      }
+      napi_valuetype t = napi_undefined;
+      napi_typeof(env, v, &t);
+      if (key != nullptr && t == napi_undefined) return std::nullopt;
+      napi_value s = nullptr;
+      if (napi_coerce_to_string(env, v, &s) != napi_ok) {
+        napi_value ignored;
+        napi_get_and_clear_last_exception(env, &ignored);
+        return std::nullopt;
+      }
+      return string_from_js(env, s);
+    };
+    if (type == napi_undefined || type == napi_null) {
+      // A terminated isolate (worker.terminate(), environment teardown) reports a pending "exception"
+      // whose value is null, and refuses to run anything more, so even String(value) fails. A plain
+      // `throw null` / `throw undefined` still converts and is reported as a JsError below.
+      auto plain = text(exception, nullptr);
+      if (!plain) return closed_error("JS execution was terminated (environment shutting down)");
+      return std::make_exception_ptr(JsError(*plain, "", ""));
+    }
+    if (type == napi_object || type == napi_function) {
+      auto message = text(exception, "message");
+      auto name = text(exception, "name");
+      auto stack = text(exception, "stack");
+      std::string msg = message ? *message : text(exception, nullptr).value_or("<exception>");
+      return std::make_exception_ptr(JsError(std::move(msg), name.value_or(""), stack.value_or("")));
+    }
+    return std::make_exception_ptr(JsError(text(exception, nullptr).value_or("<exception>"), "", ""));
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+// Calls fn(args...) on the JS thread with converted arguments and converts the result. Throws.
+template <class R, class Tuple, std::size_t... I>
+R invoke_js(napi_env env, napi_value fn, const Tuple& args, std::index_sequence<I...>) {
+  std::array<napi_value, sizeof...(I)> argv{
+      Convert<std::decay_t<std::tuple_element_t<I, Tuple>>>::to_js(env, std::get<I>(args))...};
+  napi_value recv = nullptr;
+  check(napi_get_undefined(env, &recv), "napi_get_undefined");
+  napi_value result = nullptr;
+  napi_status status = napi_call_function(env, recv, fn, argv.size(), argv.data(), &result);
+  if (status == napi_pending_exception) std::rethrow_exception(take_js_exception(env));
+  check(status, "napi_call_function");
+  if constexpr (std::is_void_v<R>) {
+    return;
+  } else {
+    return Convert<R>::from_js(env, result);
+  }
+}
+
+// One queued call. The TSFN hands its pointer to call_js exactly once: either with a live env (run) or,
+// when the function closes with the call still queued, without one (fail). Implementations own their
+// cleanup: an AsyncCall deletes itself, a SyncCall lives on the blocked caller's stack.
+struct CallBase {
+  virtual ~CallBase() = default;
+  virtual void run(napi_env env, napi_value fn) noexcept = 0;  // JS thread
+  virtual void fail(std::exception_ptr error) noexcept = 0;    // any thread
+};
+
+// Holds either a value or an exception.
+template <class R>
+struct Outcome {
+  std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
+  std::exception_ptr error;
+
+  template <class Tuple>
+  void compute(napi_env env, napi_value fn, const Tuple& args) noexcept {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        invoke_js<R>(env, fn, args, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
+        value = true;
+      } else {
+        value.emplace(invoke_js<R>(env, fn, args, std::make_index_sequence<std::tuple_size_v<Tuple>>{}));
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
+  }
+  R take() {
+    if (error) std::rethrow_exception(error);
+    if constexpr (!std::is_void_v<R>) return std::move(*value);
+  }
+};
+
+// A call whose caller blocks until it is done. The arguments are references into the caller's frame:
+// the caller cannot return before finish() released the mutex, so they stay valid while JS runs.
+template <class R, class... A>
+class SyncCall final : public CallBase {
+ public:
+  explicit SyncCall(const A&... args) : args_(args...) {}
+
+  void run(napi_env env, napi_value fn) noexcept override {
+    Outcome<R> outcome;
+    outcome.compute(env, fn, args_);
+    finish(std::move(outcome));
+  }
+  void fail(std::exception_ptr error) noexcept override {
+    Outcome<R> outcome;
+    outcome.error = std::move(error);
+    finish(std::move(outcome));
+  }
+  // Caller thread. Returns once run() or fail() finished; after that this object may be destroyed.
+  R wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_cv_.wait(lock, [this] { return done_; });
+    return outcome_.take();
+  }
+  // JS thread, inline path: runs without queueing.
+  R run_inline(napi_env env, napi_value fn) {
+    outcome_.compute(env, fn, args_);
+    return outcome_.take();
+  }
+
+ private:
+  void finish(Outcome<R>&& outcome) noexcept {
+    // Everything is written and notified under mutex_; the waiter can only return (and destroy *this)
+    // after this scope released it, and nothing touches *this afterwards.
+    std::lock_guard<std::mutex> lock(mutex_);
+    outcome_ = std::move(outcome);
+    done_ = true;
+    done_cv_.notify_one();
+  }
+
+  std::tuple<const A&...> args_;
+  std::mutex mutex_;
+  std::condition_variable done_cv_;
+  bool done_ = false;   // guarded by mutex_
+  Outcome<R> outcome_;  // guarded by mutex_ until done_
+};
+
+// A call whose caller holds a future. Owns copies of the arguments; deletes itself when done.
+template <class R, class... A>
+class AsyncCall final : public CallBase {
+ public:
+  explicit AsyncCall(A... args) : args_(std::move(args)...) {}
+  std::future<R> future() { return promise_.get_future(); }
+
+  void run(napi_env env, napi_value fn) noexcept override {
+    Outcome<R> outcome;
+    outcome.compute(env, fn, args_);
+    if (outcome.error) {
+      promise_.set_exception(std::move(outcome.error));
+    } else if constexpr (std::is_void_v<R>) {
+      promise_.set_value();
+    } else {
+      promise_.set_value(std::move(*outcome.value));
+    }
+    delete this;
+  }
+  void fail(std::exception_ptr error) noexcept override {
+    promise_.set_exception(std::move(error));
+    delete this;
+  }
+
+ private:
+  std::tuple<A...> args_;
+  std::promise<R> promise_;
+};
+
+// napi_threadsafe_function_call_js: JS thread, or (env == nullptr) while Node empties the queue of a
+// closing function. Uses nothing but `data`, so it is safe after the Core is gone.
+inline void call_js(napi_env env, napi_value fn, void* /*context*/, void* data) {
+  auto* call = static_cast<CallBase*>(data);
+  if (env == nullptr || fn == nullptr) {
+    call->fail(closed_error("the function closed before the call ran"));
+    return;
+  }
+  call->run(env, fn);
+}
+
+// State shared by all handles of one JsFunction and by Node's finalizer.
+//
+// The one hazard of napi_threadsafe_function is its lifetime: after it closed (release to zero, abort,
+// environment teardown) Node frees it, and any later napi_call_threadsafe_function is a use-after-free.
+// Node runs our finalizer before it frees the function, and the finalizer flips state_ to finalized
+// under an exclusive lock of mutex_; every use of tsfn_ happens under (at least) a shared lock after
+// checking state_. So a use either completes before the free or sees `finalized` and fails cleanly.
+class Core {
+ public:
+  enum State : int { open = 0, closing = 1, finalized = 2 };
+
+  // JS thread. Throws NapiError.
+  static std::shared_ptr<Core> create(napi_env env, napi_value fn, const std::string& name, bool keep_alive) {
+    napi_valuetype type = napi_undefined;
+    check(napi_typeof(env, fn, &type), "napi_typeof");
+    if (type != napi_function) throw ConversionError(std::string("expected function, got ") + type_name(env, fn));
+    auto core = std::shared_ptr<Core>(new Core());
+    core->env_ = env;
+    core->js_thread_ = std::this_thread::get_id();
+    check(napi_create_reference(env, fn, 1, &core->fn_ref_), "napi_create_reference");
+    napi_value resource_name = nullptr;
+    napi_status status = napi_create_string_utf8(env, name.data(), name.size(), &resource_name);
+    // Node's finalizer keeps the Core alive until it has run (see finalize()).
+    auto* keep = new std::shared_ptr<Core>(core);
+    if (status == napi_ok) {
+      status = napi_create_threadsafe_function(env, fn, nullptr, resource_name, /*max_queue_size=*/0,
+                                               /*initial_thread_count=*/1, keep, &Core::finalize, nullptr,
+                                               &call_js, &core->tsfn_);
+    }
+    if (status != napi_ok) {
+      delete keep;
+      napi_delete_reference(env, core->fn_ref_);
+      core->fn_ref_ = nullptr;
+      throw NapiError("napi_create_threadsafe_function", status);
+    }
+    if (!keep_alive) napi_unref_threadsafe_function(env, core->tsfn_);
+    return core;
+  }
+
+  // Any thread. Queues `call`; on failure the caller still owns it and gets the reason.
+  bool push(CallBase* call, std::string& reason) {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    int state = state_.load(std::memory_order_relaxed);
+    if (state != open) {
+      reason = state == closing ? "the function was released or aborted" : "the function's environment is gone";
+      return false;
+    }
+    napi_status status = napi_call_threadsafe_function(tsfn_, call, napi_tsfn_nonblocking);
+    if (status == napi_ok) return true;
+    reason = (status == napi_closing || status == napi_invalid_arg)
+                 ? "the function's environment is shutting down"
+                 : "napi_call_threadsafe_function failed (napi_status " + std::to_string(static_cast<int>(status)) + ")";
+    return false;
+  }
+
+  // Any thread. mode: napi_tsfn_release (queued calls still run) or napi_tsfn_abort (they fail).
+  void release(napi_threadsafe_function_release_mode mode) noexcept {
+    std::unique_lock<std::shared_mutex> lock(mutex_);
+    if (state_.load(std::memory_order_relaxed) == finalized || released_) return;
+    released_ = true;  // our single thread count is given back exactly once
+    state_.store(closing, std::memory_order_relaxed);
+    napi_release_threadsafe_function(tsfn_, mode);
+  }
+
+  // Any thread. True if the calling thread is the function's JS thread.
+  bool on_js_thread() const noexcept { return std::this_thread::get_id() == js_thread_; }
+  State state() const noexcept { return static_cast<State>(state_.load(std::memory_order_relaxed)); }
+
+  // JS thread, inside a Node-API callback. Runs the call now.
+  template <class R, class... A>
+  R call_inline(const A&... args) {
+    if (state() != open) throw ClosedError("the function was released, aborted or finalized");
+    napi_handle_scope scope = nullptr;
+    check(napi_open_handle_scope(env_, &scope), "napi_open_handle_scope");
+    struct Close {
+      napi_env env;
+      napi_handle_scope scope;
+      ~Close() { napi_close_handle_scope(env, scope); }
+    } close{env_, scope};
+    napi_value fn = nullptr;
+    check(napi_get_reference_value(env_, fn_ref_, &fn), "napi_get_reference_value");
+    if (fn == nullptr) throw ClosedError("the function was collected");
+    SyncCall<R, A...> call(args...);
+    return call.run_inline(env_, fn);
+  }
+
+  // JS thread only.
+  void set_ref(bool referenced) {
+    std::shared_lock<std::shared_mutex> lock(mutex_);
+    if (state_.load(std::memory_order_relaxed) == finalized) return;
+    check(referenced ? napi_ref_threadsafe_function(env_, tsfn_) : napi_unref_threadsafe_function(env_, tsfn_),
+          referenced ? "napi_ref_threadsafe_function" : "napi_unref_threadsafe_function");
+  }
+
+ private:
+  Core() = default;
+
+  // napi_finalize of the TSFN: JS thread, just before Node frees the TSFN (and only then does Node fail
+  // the calls left in its queue, through call_js without an env).
+  static void finalize(napi_env env, void* data, void* /*hint*/) {
+    auto* keep = static_cast<std::shared_ptr<Core>*>(data);
+    Core& core = **keep;
+    {
+      std::unique_lock<std::shared_mutex> lock(core.mutex_);
+      core.state_.store(finalized, std::memory_order_relaxed);
+      core.tsfn_ = nullptr;
+    }
+    if (core.fn_ref_ != nullptr) napi_delete_reference(env, core.fn_ref_);
+    core.fn_ref_ = nullptr;
+    delete keep;  // may destroy the Core if no handle is left
+  }
+
+  mutable std::shared_mutex mutex_;
+  std::atomic<int> state_{open};              // written under an exclusive lock of mutex_
+  napi_threadsafe_function tsfn_ = nullptr;   // guarded by mutex_ (used under a shared lock)
+  bool released_ = false;                     // guarded by mutex_ (exclusive)
+  napi_env env_ = nullptr;                    // JS thread only
+  napi_ref fn_ref_ = nullptr;                 // JS thread only; for the inline path
+  std::thread::id js_thread_;
+};
+
+}  // namespace detail
+
+// ---------------------------------------------------------------------------------------------------
+
+template <class Signature>
+class JsFunction;
+
+template <class R, class... Args>
+class JsFunction<R(Args...)> {
+  static_assert((std::is_same_v<Args, std::decay_t<Args>> && ...),
+                "JsFunction<R(Args...)>: spell argument types as plain values (std::string, not const std::string&)");
+
+ public:
+  using result_type = R;
+
+  struct Options {
+    std::string name = "xthread_napi::JsFunction";  // async resource name (shows in async_hooks)
+    bool keep_alive = true;  // false: does not keep the JS thread's event loop alive (napi_unref_…)
+  };
+
+  // An empty handle; every call throws ClosedError.
+  JsFunction() = default;
+
+  // JS thread, inside a Node-API callback. `fn` must be a function. Throws ConversionError / NapiError.
+  JsFunction(napi_env env, napi_value fn) : JsFunction(env, fn, Options{}) {}
+  JsFunction(napi_env env, napi_value fn, Options options)
+      : owner_(std::make_shared<Owner>(detail::Core::create(env, fn, options.name, options.keep_alive))) {}
+
+  // Any thread. Queues a call and returns at once. The future yields the converted result or throws
+  // JsError / ConversionError / ClosedError / NapiError. The arguments are copied (moved) into the call.
+  [[nodiscard]] std::future<R> call(Args... args) const {
+    auto* item = new detail::AsyncCall<R, Args...>(std::move(args)...);
+    std::future<R> future = item->future();
+    std::string reason;
+    if (!owner_) {
+      item->fail(detail::closed_error("empty JsFunction"));
+    } else if (!owner_->core->push(item, reason)) {
+      item->fail(detail::closed_error(reason));
+    }
+    return future;
+  }
+
+  // Any thread. Blocks until the JS function returned and gives its converted result; throws
+  // JsError / ConversionError / ClosedError / NapiError. The arguments are not copied: JS reads them
+  // from the caller's frame while it is blocked. On the JS thread itself the function runs inline.
+  R call_sync(const Args&... args) const {
+    if (!owner_) throw ClosedError("empty JsFunction");
+    detail::Core& core = *owner_->core;
+    if (core.on_js_thread()) return core.call_inline<R, Args...>(args...);
+    detail::SyncCall<R, Args...> item(args...);
+    std::string reason;
+    if (!core.push(&item, reason)) throw ClosedError(reason);
+    return item.wait();
+  }
+
+  // Any thread. Stops accepting calls; calls already queued still run. Later calls throw ClosedError.
+  // Idempotent. Also happens when the last handle is destroyed.
+  void release() const noexcept {
+    if (owner_) owner_->core->release(napi_tsfn_release);
+  }
+  // Any thread. Stops accepting calls; queued calls that did not start fail with ClosedError (the one
+  // running, if any, completes). No effect after release() (Node cannot abort a released function).
+  void abort() const noexcept {
+    if (owner_) owner_->core->release(napi_tsfn_abort);
+  }
+
+  // Any thread. True once release()/abort() was called or Node finalized the function (its environment
+  // closed it). A call can still fail with ClosedError while this is false (teardown under way).
+  bool closed() const noexcept { return !owner_ || owner_->core->state() != detail::Core::open; }
+  // Any thread. True on the function's JS thread (where call_sync runs inline).
+  bool on_js_thread() const noexcept { return owner_ && owner_->core->on_js_thread(); }
+  explicit operator bool() const noexcept { return static_cast<bool>(owner_); }
+
+  // JS thread only. Whether the function keeps its event loop alive (see Options::keep_alive).
+  void ref() const { if (owner_) owner_->core->set_ref(true); }
+  void unref() const { if (owner_) owner_->core->set_ref(false); }
+
+ private:
+  // The last handle releases the function; the Core itself lives on until Node's finalizer ran.
+  struct Owner {
+    explicit Owner(std::shared_ptr<detail::Core> c) : core(std::move(c)) {}
+    Owner(const Owner&) = delete;
+    Owner& operator=(const Owner&) = delete;
+    ~Owner() { core->release(napi_tsfn_release); }
+    std::shared_ptr<detail::Core> core;
+  };
+  std::shared_ptr<Owner> owner_;
+};
+
+}  // namespace xthread_napi

@@ -1,0 +1,36 @@
+// Runs the built xthread-bench binary (path from the XTHREAD_BENCH_PATH compile definition) and
+// captures its exit status, stdout and stderr.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace xthread_lab_test {
+
+struct ProcessResult {
+  int exit_code = -1;  // -1 when killed by a signal
+  std::string out;
+  std::string err;
+};
+
+// Runs xthread-bench with `args` (not including argv[0]); stdin is /dev/null.
+ProcessResult run_bench(const std::vector<std::string>& args);
+
+// A fresh, empty directory under the system temp directory, removed by the destructor.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Lines of `text` (a trailing newline does not start another line).
+std::vector<std::string> lines(const std::string& text);
+
+}  // namespace xthread_lab_test

@@ -1,0 +1,213 @@
+// The pool command through the built binary: bad input is one line on stderr and exit status 2
+// (before anything is measured); tiny runs produce well-formed table, CSV, JSON and --out output.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+extern char** environ;
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "xthread-pool-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Runs `xthread-bench pool <args>` with stdin from /dev/null and stdout/stderr captured in files.
+Outcome run_pool(const std::vector<std::string>& args) {
+  TempDir dir;
+  const auto out_path = dir.path() / "stdout";
+  const auto err_path = dir.path() / "stderr";
+  std::vector<std::string> argv_s = {XTHREAD_BENCH_EXE, "pool"};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  Outcome o;
+  if (rc != 0) {
+    o.err = "posix_spawn failed";
+    return o;
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  o.out = slurp(out_path);
+  o.err = slurp(err_path);
+  return o;
+}
+
+struct BadInput {
+  std::vector<std::string> args;
+  std::string mentions;  // a fragment the error line must contain
+};
+
+std::string PrintBadInput(const testing::TestParamInfo<BadInput>& info) {
+  std::string name;
+  for (const auto& a : info.param.args) name += a + "_";
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name + std::to_string(info.index);
+}
+
+class PoolBadInput : public testing::TestWithParam<BadInput> {};
+
+TEST_P(PoolBadInput, OneLineOnStderrAndExitTwo) {
+  const Outcome o = run_pool(GetParam().args);
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  ASSERT_FALSE(o.err.empty());
+  EXPECT_EQ(o.err.back(), '\n');
+  EXPECT_NE(o.err.find("error"), std::string::npos) << o.err;
+  EXPECT_NE(o.err.find(GetParam().mentions), std::string::npos) << o.err;
+  EXPECT_TRUE(o.out.empty()) << o.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Pool, PoolBadInput,
+    testing::Values(BadInput{{"--workload", "nope"}, "nope"},
+                    BadInput{{"--workload", "empty,nope"}, "nope"},
+                    BadInput{{"--workload", "empty,,bulk"}, "--workload"},
+                    BadInput{{"--pools", "folly"}, "folly"},
+                    BadInput{{"--pools", "xthread,asio,"}, "--pools"},
+                    BadInput{{"--threads", "0"}, "--threads"},
+                    BadInput{{"--threads=-1"}, "--threads"},
+                    BadInput{{"--threads", "-4"}, "-4"},
+                    BadInput{{"--threads", "many"}, "--threads"},
+                    BadInput{{"--workers", "0"}, "--workers"},
+                    BadInput{{"--tasks", "0"}, "--tasks"},
+                    BadInput{{"--tasks=-100"}, "--tasks"},
+                    BadInput{{"--runs", "0"}, "--runs"},
+                    BadInput{{"--runs=-2"}, "--runs"},
+                    BadInput{{"--runs", "2.5"}, "--runs"},
+                    BadInput{{"--producers", "0"}, "--producers"},
+                    BadInput{{"--producers=-1"}, "--producers"},
+                    BadInput{{"--ops", "0"}, "--ops"},
+                    BadInput{{"--window", "10"}, "10"},
+                    BadInput{{"--window", "ten seconds"}, "ten seconds"},
+                    BadInput{{"--window=-1s"}, "-1s"},
+                    BadInput{{"--window", "0"}, "--window"},
+                    BadInput{{"--window", "5 parsecs"}, "parsecs"},
+                    BadInput{{"--idle-window", "1x"}, "1x"},
+                    BadInput{{"--format", "xml"}, "xml"},
+                    BadInput{{"--no-such-flag"}, "no-such-flag"}),
+    PrintBadInput);
+
+// A tiny run: fast, every pool, checks the output formats end to end.
+const std::vector<std::string> kTiny = {"--workload", "empty,futures,bulk", "--runs", "1", "--ops", "200",
+                                        "--workers", "2", "--quiet"};
+
+TEST(PoolCli, JsonOutputIsTheSchemaAndEveryTaskRanOnce) {
+  auto args = kTiny;
+  args.insert(args.end(), {"--format", "json"});
+  const Outcome o = run_pool(args);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc.at("schema"), "xthread-bench/pool/1");
+  EXPECT_EQ(doc.at("failed_runs"), 0);
+  const auto& results = doc.at("results");
+  ASSERT_EQ(results.size(), 3u * 4u);  // 3 workloads x 4 pools
+  for (const auto& r : results) {
+    ASSERT_EQ(r.at("runs").size(), 1u);
+    const auto& run = r.at("runs")[0];
+    EXPECT_TRUE(run.at("ok").get<bool>()) << r.dump();
+    EXPECT_EQ(run.at("ran"), run.at("expected")) << r.dump();
+    EXPECT_EQ(run.at("expected"), 200);
+  }
+  EXPECT_EQ(doc.at("published").at("eterfree").at("runs").size(), 10u);
+}
+
+TEST(PoolCli, CsvHasOneRowPerRun) {
+  auto args = kTiny;
+  args.insert(args.end(), {"--format", "csv", "--pools", "naive,asio"});
+  const Outcome o = run_pool(args);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  std::istringstream lines(o.out);
+  std::string line;
+  std::getline(lines, line);
+  EXPECT_EQ(line.rfind("workload,pool,run,ok,", 0), 0u) << line;
+  int rows = 0;
+  while (std::getline(lines, line)) {
+    ++rows;
+    EXPECT_NE(line.find(",1,"), std::string::npos) << line;  // ok column
+  }
+  EXPECT_EQ(rows, 3 * 2);
+}
+
+TEST(PoolCli, TableShowsThePublishedEterfreeTableBesideTheRuns) {
+  const Outcome o = run_pool({"--workload", "eterfree", "--pools", "naive", "--runs", "1", "--tasks", "64",
+                              "--threads", "4", "--quiet"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("80093"), std::string::npos) << o.out;    // published run 1
+  EXPECT_NE(o.out.find("8.00782"), std::string::npos) << o.out;  // published average
+  EXPECT_NE(o.out.find("ceiling"), std::string::npos) << o.out;
+  EXPECT_TRUE(o.err.empty()) << o.err;  // --quiet and not a TTY: nothing on stderr
+}
+
+TEST(PoolCli, OutDirGetsResultsAndCharts) {
+  TempDir dir;
+  const auto out = dir.path() / "results";
+  auto args = kTiny;
+  args.insert(args.end(), {"--pools", "xthread,naive", "--out", out.string()});
+  const Outcome o = run_pool(args);
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(slurp(out / "results.json"));
+  EXPECT_EQ(doc.at("schema"), "xthread-bench/pool/1");
+  EXPECT_TRUE(std::filesystem::exists(out / "pool_throughput.png")) << o.err;
+}
+
+TEST(PoolCli, UnwritableOutDirIsBadInput) {
+  const Outcome o = run_pool({"--out", "/proc/xthread-no-such-dir/x", "--workload", "empty"});
+  EXPECT_EQ(o.exit_code, 2) << o.err;
+  EXPECT_EQ(std::count(o.err.begin(), o.err.end(), '\n'), 1) << o.err;
+  EXPECT_TRUE(o.out.empty());
+}
+
+}  // namespace

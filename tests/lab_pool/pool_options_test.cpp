@@ -1,0 +1,71 @@
+// parse_options(): defaults, list handling and the errors it reports.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common.hpp"
+#include "pool_lab.hpp"
+
+namespace xthread_lab::pool {
+namespace {
+
+TEST(PoolOptions, DefaultsAreTheStudysAndEverything) {
+  const Options o = parse_options(RawOptions{});
+  EXPECT_EQ(o.workloads.size(), kAllWorkloads.size());
+  EXPECT_EQ(o.pools, (std::vector<std::string>{"xthread", "asio", "tbb", "naive"}));
+  EXPECT_EQ(o.runs, 10u);
+  EXPECT_EQ(o.params.threads, 16u);
+  EXPECT_EQ(o.params.eterfree_tasks, 100'000u);
+  EXPECT_EQ(o.params.window, std::chrono::seconds(10));
+  EXPECT_EQ(o.params.idle_window, std::chrono::seconds(1));
+  EXPECT_GE(o.params.workers, 1u);
+  EXPECT_EQ(o.params.ops, 0u);
+  EXPECT_EQ(o.format, Format::table);
+  EXPECT_FALSE(o.out.has_value());
+}
+
+// Options are assigned from std::string temporaries: GCC 12 misreports -Wrestrict on
+// `string = "literal"` once inlined (GCC PR 105329).
+TEST(PoolOptions, ListsAreDeduplicatedInCanonicalOrder) {
+  RawOptions raw;
+  raw.workloads = std::string("idle, empty,eterfree,empty");
+  raw.pools = std::string("naive,xthread,naive");
+  const Options o = parse_options(raw);
+  EXPECT_EQ(o.workloads, (std::vector<Workload>{Workload::eterfree, Workload::empty, Workload::idle}));
+  EXPECT_EQ(o.pools, (std::vector<std::string>{"xthread", "naive"}));
+}
+
+TEST(PoolOptions, TasksPerRunFollowOpsExceptEterfreeAndIdle) {
+  RawOptions raw;
+  raw.ops = std::string("123");
+  raw.tasks = std::string("77");
+  raw.threads = std::string("3");
+  const Options o = parse_options(raw);
+  EXPECT_EQ(tasks_for(Workload::empty, o.params), 123u);
+  EXPECT_EQ(tasks_for(Workload::bulk, o.params), 123u);
+  EXPECT_EQ(tasks_for(Workload::eterfree, o.params), 77u);
+  EXPECT_EQ(tasks_for(Workload::idle, o.params), 3u * kWarmUpTasksPerThread);
+  EXPECT_EQ(threads_for(Workload::eterfree, o.params), 3u);
+  EXPECT_EQ(threads_for(Workload::idle, o.params), 3u);
+  EXPECT_EQ(threads_for(Workload::empty, o.params), o.params.workers);
+}
+
+TEST(PoolOptions, BadValuesAreUsageErrors) {
+  const std::vector<std::pair<std::string RawOptions::*, std::string>> cases = {
+      {&RawOptions::workloads, "nope"}, {&RawOptions::workloads, ""},     {&RawOptions::pools, "nope"},
+      {&RawOptions::runs, "0"},         {&RawOptions::threads, "-1"},     {&RawOptions::threads, "100000"},
+      {&RawOptions::workers, "0"},      {&RawOptions::tasks, "0"},        {&RawOptions::ops, "0"},
+      {&RawOptions::producers, "0"},    {&RawOptions::window, "0"},       {&RawOptions::window, "1"},
+      {&RawOptions::idle_window, "-1s"}, {&RawOptions::format, "yaml"},
+  };
+  for (const auto& [field, value] : cases) {
+    RawOptions raw;
+    raw.*field = value;
+    EXPECT_THROW(parse_options(raw), UsageError) << value;
+  }
+}
+
+}  // namespace
+}  // namespace xthread_lab::pool
