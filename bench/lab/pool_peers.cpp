@@ -5,12 +5,14 @@
 namespace xthread_lab::pool {
 
 namespace {
-constexpr std::array<Peer, 4> kPeers = {{
+constexpr Peer kPeers[] = {
     {"xthread", "xthread::ThreadPool (post / submit / parallel_for / wait_idle)", &run_xthread},
     {"asio", "boost::asio::thread_pool (post; in-flight counter for wait_idle; packaged_task futures)", &run_asio},
+#if XTHREAD_LAB_WITH_TBB  // left out of ThreadSanitizer builds, see pool_sources.cmake
     {"tbb", "oneTBB task_arena + task_group (enqueue(defer) / parallel_for / execute(wait))", &run_tbb},
+#endif
     {"naive", "std::mutex + std::condition_variable + std::deque<std::function> baseline", &run_naive},
-}};
+};
 }  // namespace
 
 std::span<const Peer> all_peers() { return kPeers; }
