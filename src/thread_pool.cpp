@@ -16,6 +16,7 @@ namespace xthread::detail {
 namespace {
 constexpr std::size_t kMaxBatch = 16;
 constexpr std::chrono::nanoseconds kWorkerSpin{std::chrono::microseconds{10}};
+constexpr std::chrono::nanoseconds kBatchWindow{std::chrono::microseconds{1}};
 
 void print_error(const char* where, const std::exception_ptr& error) noexcept {
   try {
@@ -50,11 +51,8 @@ class PoolCore {
       queue_.push_back(std::move(task));
       // release: a spinning worker that sees the count then takes mutex_, which orders the rest.
       queued_.store(queue_.size(), std::memory_order_release);
-      // Coalesce: wake a sleeper only if no wake is already on its way to one.
-      if (!paused_ && sleeping_ > wakes_in_flight_) {
-        ++wakes_in_flight_;
-        wake = true;
-      }
+      wake = !paused_ && should_wake_locked();
+      if (wake) ++wakes_in_flight_;
     }
     if (wake) work_available_.notify_one();
     return true;
@@ -215,6 +213,12 @@ class PoolCore {
 
   bool is_live(const Worker* self) const { return !self->retire.load(std::memory_order_relaxed); }
 
+  // Wake policy: a sleeper is woken only when no worker is already looking for work (polling, or
+  // woken and on its way). A polling worker will take the new task within microseconds, and every
+  // futex wake costs the producer a system call; busy workers don't count, since a long task must
+  // not delay the next one when a sleeper could take it.
+  bool should_wake_locked() const { return searching_ == 0 && wakes_in_flight_ == 0 && sleeping_ > 0; }
+
   void worker_main(Worker* self, std::size_t index) {
     current_pool = this;
     name_thread(index);
@@ -230,9 +234,15 @@ class PoolCore {
         if (!spun && !paused_) {
           // Work often arrives within microseconds of the last task: poll before sleeping.
           spun = true;
+          ++searching_;
           lock.unlock();
-          spin_until([this] { return queued_.load(std::memory_order_acquire) != 0; }, kWorkerSpin);
+          if (spin_until([this] { return queued_.load(std::memory_order_acquire) != 0; }, kWorkerSpin)) {
+            // Work is arriving while the producer holds a hot lock: give it a moment to queue a
+            // batch, so we take many tasks per lock hand-over instead of one each.
+            spin_until([this] { return queued_.load(std::memory_order_acquire) >= kMaxBatch; }, kBatchWindow);
+          }
           lock.lock();
+          --searching_;
           continue;
         }
         ++sleeping_;
@@ -246,8 +256,9 @@ class PoolCore {
       const std::size_t take = std::min(kMaxBatch, std::max<std::size_t>(1, share));
       for (std::size_t i = 0; i < take; ++i) batch.push_back(queue_.pop_front());
       queued_.store(queue_.size(), std::memory_order_relaxed);
-      // More work left and sleepers: pass the wake on rather than leave them idle.
-      if (!queue_.empty() && sleeping_ > wakes_in_flight_) {
+      // More work left: recruit one more worker (it will recruit the next), so a burst fans out
+      // while a trickle keeps a single worker awake.
+      if (!queue_.empty() && should_wake_locked()) {
         ++wakes_in_flight_;
         work_available_.notify_one();
       }
@@ -302,7 +313,8 @@ class PoolCore {
   std::vector<std::unique_ptr<Worker>> retired_;    // guarded by mutex_; exit after their task
   std::size_t next_index_ = 0;                      // guarded by mutex_
   std::size_t sleeping_ = 0;                        // guarded by mutex_
-  std::size_t wakes_in_flight_ = 0;                 // guarded by mutex_
+  std::size_t wakes_in_flight_ = 0;                 // guarded by mutex_; notified, not yet running
+  std::size_t searching_ = 0;                       // guarded by mutex_; workers polling for work
   std::size_t busy_ = 0;                            // guarded by mutex_; workers running a batch
   std::size_t busy_live_ = 0;                       // guarded by mutex_; of those, not retiring
   std::size_t idle_waiters_ = 0;                    // guarded by mutex_
