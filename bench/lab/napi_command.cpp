@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdarg>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 #include <random>
 #include <sstream>
 
+#include "text_table.hpp"
 #include "xcall_command.hpp"
 #include "xcall_published.hpp"
 #include "xcall_report.hpp"
@@ -50,22 +50,6 @@ struct NapiFlags : XcallFlags {
 struct EnvironmentError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buffer, sizeof buffer, fmt, args);
-  va_end(args);
-  return buffer;
-}
-
-std::string us(double v) {
-  if (v >= 100) return format("%.0f", v);
-  if (v >= 10) return format("%.1f", v);
-  return format("%.2f", v);
-}
 
 std::string join(const std::vector<std::string>& items, const char* sep) {
   std::string out;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "pool_results.hpp"
+#include "text_table.hpp"
 
 namespace xthread_lab::pool {
 namespace {
@@ -30,44 +31,6 @@ std::string num(double v) {
 std::string range_text(const Range& r, double factor = 1.0) {
   return num(r.median * factor) + " [" + num(r.min * factor) + " - " + num(r.max * factor) + "]";
 }
-
-// Columns padded to their widest cell; the first column left-aligned, the others right-aligned.
-class TextTable {
- public:
-  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
-  void rule() { rows_.push_back({}); }
-  std::string str() const {
-    std::vector<std::size_t> width;
-    for (const auto& r : rows_) {
-      if (width.size() < r.size()) width.resize(r.size(), 0);
-      for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    }
-    std::size_t total = 0;
-    for (auto w : width) total += w + 2;
-    std::string out;
-    for (const auto& r : rows_) {
-      if (r.empty()) {
-        out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
-        continue;
-      }
-      std::string line;
-      for (std::size_t i = 0; i < r.size(); ++i) {
-        const std::size_t pad = width[i] - r[i].size();
-        if (i == 0) {
-          line += r[i] + std::string(pad, ' ');
-        } else {
-          line += "  " + std::string(pad, ' ') + r[i];
-        }
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out += line + "\n";
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-};
 
 std::string runs_text(const Series& s) {
   return std::to_string(s.runs.size() - s.failed) + "/" + std::to_string(s.runs.size());
@@ -159,7 +122,7 @@ void eterfree_section(const PoolReport& report, std::string& out) {
            fmt("%.5f", kPublishedEterfreeAvgTasksPerMs), "|", fmt("%.1f", s.window_avg_tasks), num(s.window_avg_ms),
            fmt("%.5f", s.window_avg_tasks_per_ms), "|", std::to_string(s.tasks), num(s.completion_avg_ms),
            fmt("%.5f", s.completion_avg_tasks_per_ms)});
-    out += t.str() + "\n";
+    out += t.render() + "\n";
   }
 
   TextTable t;
@@ -171,7 +134,7 @@ void eterfree_section(const PoolReport& report, std::string& out) {
            fmt("%.1f %%", 100.0 * s.efficiency.median), num(s.cpu_ns_per_task.median * 1e-3), runs_text(s)});
   }
   t.row({"published", fmt("%.5f", kPublishedEterfreeAvgTasksPerMs), "-", "-", "-", "10/10"});
-  out += t.str() + "\n";
+  out += t.render() + "\n";
 }
 
 void overhead_section(const PoolReport& report, Workload w, std::string& out) {
@@ -229,7 +192,7 @@ void overhead_section(const PoolReport& report, Workload w, std::string& out) {
       break;
     }
   }
-  out += t.str() + "\n";
+  out += t.render() + "\n";
 }
 
 std::string csv_escape(const std::string& s) {
@@ -272,7 +235,7 @@ std::string render_table(const PoolReport& report) {
     for (const auto& g : report.goals) {
       t.row({g.name, g.measured, !g.met ? "-" : (*g.met ? "met" : "NOT met")});
     }
-    out += t.str() + "\n";
+    out += t.render() + "\n";
   }
 
   const std::size_t failed = report.failed_runs();

@@ -1,35 +1,17 @@
 // --format table, and the combined OpenHarmony | Node-API | xthread table.
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
 #include <functional>
 #include <optional>
 #include <set>
 #include <sstream>
 
+#include "text_table.hpp"
 #include "xcall_published.hpp"
 #include "xcall_report.hpp"
 
 namespace xthread_lab {
 namespace {
-
-std::string format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-std::string format(const char* fmt, ...) {
-  char buffer[512];
-  va_list args;
-  va_start(args, fmt);
-  std::vsnprintf(buffer, sizeof buffer, fmt, args);
-  va_end(args);
-  return buffer;
-}
-
-// Microseconds with about three significant digits.
-std::string us(double v) {
-  if (v >= 100) return format("%.0f", v);
-  if (v >= 10) return format("%.1f", v);
-  return format("%.2f", v);
-}
-std::string us(const std::optional<double>& v) { return v ? us(*v) : "-"; }
 
 std::string times(double r) {
   if (r >= 100) return format("%.0fx", r);
@@ -50,47 +32,11 @@ std::string work_label(std::int64_t ns) {
   return std::to_string(ns) + "ns";
 }
 
-std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
-std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 std::string center(const std::string& s, std::size_t w) {
   if (s.size() >= w) return s;
   const std::size_t left = (w - s.size()) / 2;
   return std::string(left, ' ') + s + std::string(w - s.size() - left, ' ');
 }
-
-// A plain text table: first column left-aligned, the others right-aligned, widths from the content.
-class TextTable {
- public:
-  void row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
-  void rule() { rows_.push_back({}); }
-  std::string render() const {
-    std::vector<std::size_t> width;
-    for (const auto& r : rows_) {
-      if (width.size() < r.size()) width.resize(r.size(), 0);
-      for (std::size_t i = 0; i < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
-    }
-    std::size_t total = 0;
-    for (std::size_t w : width) total += w + 2;
-    std::string out;
-    for (const auto& r : rows_) {
-      if (r.empty()) {
-        out += std::string(total > 2 ? total - 2 : 0, '-') + "\n";
-        continue;
-      }
-      std::string line;
-      for (std::size_t i = 0; i < r.size(); ++i) {
-        line += i == 0 ? pad_right(r[i], width[i]) : pad_left(r[i], width[i]);
-        if (i + 1 < r.size()) line += "  ";
-      }
-      while (!line.empty() && line.back() == ' ') line.pop_back();
-      out += line + "\n";
-    }
-    return out;
-  }
-
- private:
-  std::vector<std::vector<std::string>> rows_;
-};
 
 struct NamedSet {
   std::string name;        // column heading, e.g. "xthread"
