@@ -1,5 +1,7 @@
 #include "bench_process.hpp"
 
+#include <cerrno>
+#include <cstring>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -55,6 +57,7 @@ ProcessResult run_bench(const std::vector<std::string>& args) {
   if (rc != 0) throw std::runtime_error(std::string("cannot spawn ") + XTHREAD_BENCH_PATH);
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
   }
   ProcessResult result;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
