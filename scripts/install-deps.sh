@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(
-  g++ clang cmake ninja-build pkg-config
+  g++ clang cmake ninja-build pkg-config gdb
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libtbb-dev libcli11-dev nlohmann-json3-dev
   python3 python3-matplotlib

@@ -9,6 +9,9 @@
 namespace xthread::detail {
 
 namespace {
+
+thread_local LoopCore* current_loop = nullptr;
+
 void print_error(const char* where, const std::exception_ptr& error) noexcept {
   try {
     std::rethrow_exception(error);
@@ -18,7 +21,36 @@ void print_error(const char* where, const std::exception_ptr& error) noexcept {
     std::fprintf(stderr, "xthread: %s threw a non-std::exception\n", where);
   }
 }
+
+bool earlier(const TimerState& a, const TimerState& b) noexcept {
+  return a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence;
+}
+
+/// Marks a timer the loop will never run again and destroys its callback on the calling thread.
+void finish_timer(TimerState& timer) noexcept {
+  std::uint32_t expected = TimerState::kArmed;
+  // acq_rel: a Timer::active() that reads `finished` also sees everything before it.
+  timer.phase.compare_exchange_strong(expected, TimerState::kFinished, std::memory_order_acq_rel);
+  timer.heap_index = TimerState::kNotInHeap;
+  timer.callback.reset();
+}
+
 }  // namespace
+
+static_assert(std::is_same_v<SteadyClock::duration, std::chrono::nanoseconds>,
+              "xthread assumes steady_clock counts nanoseconds");
+
+Mutex LoopCore::wait_graph_mutex_;
+
+SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept {
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(point.time_since_epoch().count(), delay.count(), &sum)) {
+    return delay.count() > 0 ? SteadyClock::time_point::max() : SteadyClock::time_point::min();
+  }
+  return SteadyClock::time_point(std::chrono::nanoseconds{sum});
+}
+
+// ---- TaskList ---------------------------------------------------------------------------------
 
 void LoopCore::TaskList::push_back(LoopTask* task) noexcept {
   task->next = nullptr;
@@ -37,9 +69,224 @@ void LoopCore::TaskList::push_front_list(TaskList other) noexcept {
   head = other.head;
 }
 
+void LoopCore::TaskList::append(TaskList other) noexcept {
+  if (other.empty()) return;
+  if (tail == nullptr) {
+    *this = other;
+  } else {
+    tail->next = other.head;
+    tail = other.tail;
+  }
+}
+
+// ---- timers -----------------------------------------------------------------------------------
+
+void TimerState::run(LoopCore& core) noexcept {
+  std::shared_ptr<TimerState> self = std::move(self_while_queued);  // *this lives until we return
+  const bool periodic = period.count() > 0;
+  if (periodic) --core.timers_out_of_heap_;
+  std::uint32_t expected = kArmed;
+  // acq_rel: the callback may start only by winning armed → running against cancel()'s
+  // armed → cancelled; whoever loses sees the winner's store.
+  if (!phase.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    callback.reset();  // cancelled while queued: release the captures now
+    return;
+  }
+  try {
+    callback();
+  } catch (...) {
+    core.report_error(std::current_exception());
+  }
+  expected = kRunning;
+  if (periodic) {
+    if (phase.compare_exchange_strong(expected, kArmed, std::memory_order_acq_rel, std::memory_order_acquire)) {
+      const auto now = SteadyClock::now();
+      auto next = saturating_add(deadline, period);
+      if (next <= now) {
+        // Fell behind (the loop was busy): skip the missed ticks, keep the phase.
+        const auto behind = now - next;
+        next = saturating_add(next, period * (behind / period + 1));
+      }
+      deadline = next;
+      core.heap_push(std::move(self));  // cannot allocate: take_timer_changes reserved room for it
+      return;
+    }
+  } else {
+    phase.compare_exchange_strong(expected, kFinished, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+  callback.reset();  // a fired one-shot (or a cancelled periodic) keeps no captures alive
+}
+
+void TimerState::discard() noexcept {
+  std::shared_ptr<TimerState> self = std::move(self_while_queued);
+  finish_timer(*this);
+}
+
+bool LoopCore::add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) {
+  timer->deadline = saturating_add(SteadyClock::now(), std::max(delay, std::chrono::nanoseconds{0}));
+  timer->loop = weak_from_this();
+  MutexLock lock(mutex_);
+  if (closed_.load(std::memory_order_relaxed)) {  // relaxed: written under mutex_
+    timer->phase.store(TimerState::kFinished, std::memory_order_release);
+    return false;
+  }
+  timer->sequence = timer_sequence_++;
+  new_timers_.push_back(timer);  // may throw bad_alloc: nothing has changed then
+  nonempty_.fetch_or(kTimersBit, std::memory_order_release);
+  const bool wake = claim_wake();
+  lock.unlock();
+  if (wake) futex_wake_one(park_word_);
+  return true;
+}
+
+void LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
+  std::uint32_t phase = timer->phase.load(std::memory_order_acquire);
+  for (;;) {
+    if (phase == TimerState::kArmed) {
+      // acq_rel: see TimerState::run — this store is what forbids the next start.
+      if (timer->phase.compare_exchange_weak(phase, TimerState::kCancelled, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+        break;
+      }
+    } else if (phase == TimerState::kRunning) {
+      // The run in progress finishes; the loop sees `cancelled` afterwards and drops the timer.
+      if (timer->phase.compare_exchange_weak(phase, TimerState::kCancelled, std::memory_order_acq_rel,
+                                             std::memory_order_acquire)) {
+        return;
+      }
+    } else {
+      return;  // already cancelled or finished
+    }
+  }
+  // Armed → cancelled: the loop takes the timer out of its heap and destroys the callback on its
+  // next iteration (woken now if parked), so a cancelled timer's memory goes at once.
+  std::shared_ptr<LoopCore> core = timer->loop.lock();
+  if (!core) return;
+  MutexLock lock(core->mutex_);
+  if (core->closed_.load(std::memory_order_relaxed)) return;  // the closing loop disposes of every timer
+  timer->next_cancelled = std::move(core->cancelled_head_);
+  core->cancelled_head_ = timer;
+  core->nonempty_.fetch_or(kTimersBit, std::memory_order_release);
+  const bool wake = core->claim_wake();
+  lock.unlock();
+  if (wake) futex_wake_one(core->park_word_);
+}
+
+void LoopCore::take_timer_changes() {
+  std::shared_ptr<TimerState> cancelled;
+  {
+    MutexLock lock(mutex_);
+    // First the step that may throw (bad_alloc): if it does, nothing has been taken yet.
+    if (adopting_.empty()) {
+      adopting_.swap(new_timers_);
+    } else {
+      adopting_.insert(adopting_.end(), new_timers_.begin(), new_timers_.end());
+      new_timers_.clear();
+    }
+    cancelled = std::move(cancelled_head_);
+    nonempty_.fetch_and(~kTimersBit, std::memory_order_relaxed);  // relaxed: under mutex_
+  }
+  // Cancellations: out of the heap, captures destroyed here, on the loop thread, without the lock.
+  while (cancelled) {
+    std::shared_ptr<TimerState> next = std::move(cancelled->next_cancelled);  // iterative: no deep recursion
+    if (cancelled->heap_index != TimerState::kNotInHeap) heap_remove(cancelled->heap_index);
+    cancelled->callback.reset();
+    cancelled = std::move(next);
+  }
+  // Room for every timer that can be pushed back later, so a periodic re-arm never allocates.
+  timer_heap_.reserve(timer_heap_.size() + adopting_.size() + timers_out_of_heap_);  // may throw: adopting_ is kept
+  for (std::shared_ptr<TimerState>& timer : adopting_) {
+    if (timer->phase.load(std::memory_order_acquire) != TimerState::kArmed) {
+      timer->callback.reset();
+      continue;
+    }
+    heap_push(std::move(timer));
+  }
+  adopting_.clear();
+}
+
+bool LoopCore::collect_due_timers(std::array<TaskList, kLevels>& due, std::array<std::size_t, kLevels>& counts) {
+  if (timer_heap_.empty()) return false;
+  const auto now = SteadyClock::now();
+  bool any = false;
+  while (!timer_heap_.empty() && timer_heap_.front()->deadline <= now) {
+    std::shared_ptr<TimerState> timer = heap_remove(0);
+    if (timer->phase.load(std::memory_order_acquire) != TimerState::kArmed) {
+      timer->callback.reset();
+      continue;
+    }
+    if (timer->period.count() > 0) ++timers_out_of_heap_;
+    const auto level = std::min(static_cast<std::size_t>(timer->priority), kLevels - 1);
+    TimerState* raw = timer.get();
+    raw->self_while_queued = std::move(timer);
+    due[level].push_back(raw);
+    ++counts[level];
+    any = true;
+  }
+  return any;
+}
+
+bool LoopCore::timer_due_now() const noexcept {
+  if (timer_heap_.empty()) return false;
+  const auto deadline = timer_heap_.front()->deadline;
+  return deadline != SteadyClock::time_point::max() && deadline <= SteadyClock::now();
+}
+
+void LoopCore::heap_push(std::shared_ptr<TimerState> timer) {
+  timer->heap_index = timer_heap_.size();
+  timer_heap_.push_back(std::move(timer));
+  heap_sift_up(timer_heap_.size() - 1);
+}
+
+std::shared_ptr<TimerState> LoopCore::heap_remove(std::size_t index) noexcept {
+  std::shared_ptr<TimerState> removed = std::move(timer_heap_[index]);
+  removed->heap_index = TimerState::kNotInHeap;
+  const std::size_t last = timer_heap_.size() - 1;
+  if (index != last) {
+    timer_heap_[index] = std::move(timer_heap_[last]);
+    timer_heap_[index]->heap_index = index;
+    timer_heap_.pop_back();
+    heap_sift_down(index);
+    heap_sift_up(index);
+  } else {
+    timer_heap_.pop_back();
+  }
+  return removed;
+}
+
+void LoopCore::heap_sift_up(std::size_t index) noexcept {
+  while (index > 0) {
+    const std::size_t parent = (index - 1) / 2;
+    if (!earlier(*timer_heap_[index], *timer_heap_[parent])) break;
+    std::swap(timer_heap_[index], timer_heap_[parent]);
+    timer_heap_[index]->heap_index = index;
+    timer_heap_[parent]->heap_index = parent;
+    index = parent;
+  }
+}
+
+void LoopCore::heap_sift_down(std::size_t index) noexcept {
+  const std::size_t size = timer_heap_.size();
+  for (;;) {
+    const std::size_t left = 2 * index + 1;
+    if (left >= size) break;
+    std::size_t smallest = left;
+    if (left + 1 < size && earlier(*timer_heap_[left + 1], *timer_heap_[left])) smallest = left + 1;
+    if (!earlier(*timer_heap_[smallest], *timer_heap_[index])) break;
+    std::swap(timer_heap_[index], timer_heap_[smallest]);
+    timer_heap_[index]->heap_index = index;
+    timer_heap_[smallest]->heap_index = smallest;
+    index = smallest;
+  }
+}
+
+// ---- the loop ---------------------------------------------------------------------------------
+
 LoopCore::LoopCore(ErrorHandler on_error) : on_error_(std::move(on_error)) {}
 
 LoopCore::~LoopCore() { close_and_wait(); }
+
+LoopCore* LoopCore::current() noexcept { return current_loop; }
 
 void LoopCore::report_error(std::exception_ptr error) noexcept {
   if (!on_error_) {
@@ -53,229 +300,241 @@ void LoopCore::report_error(std::exception_ptr error) noexcept {
   }
 }
 
-void LoopCore::wake_locked_then_signal(std::unique_lock<std::mutex>& lock) noexcept {
+bool LoopCore::claim_wake() noexcept {
   // Only the first producer to find the loop parked pays for a futex wake; the rest see kNotified
   // (or kRunning) and return. That is the coalescing promise.
-  if (park_word_.load(std::memory_order_relaxed) != kParked) return;
-  park_word_.store(kNotified, std::memory_order_relaxed);  // relaxed: guarded by mutex_
-  wakeups_.fetch_add(1, std::memory_order_relaxed);         // relaxed: a statistic
-  lock.unlock();
-  futex_wake_one(park_word_);
-}
-
-bool LoopCore::post(LoopTask* task, Priority priority) noexcept {
-  const auto level = static_cast<std::size_t>(priority);
-  std::unique_lock lock(mutex_);
-  if (closed_.load(std::memory_order_relaxed)) return false;  // relaxed: written under mutex_
-  queues_[level].push_back(task);
-  ++pending_;
-  // release: the spinning loop thread acquires this bit and then takes the mutex anyway.
-  nonempty_.fetch_or(1u << level, std::memory_order_release);
-  wake_locked_then_signal(lock);
+  if (park_word_.load(std::memory_order_relaxed) != kParked) return false;  // relaxed: under mutex_
+  park_word_.store(kNotified, std::memory_order_relaxed);                     // relaxed: under mutex_
+  wakeups_.fetch_add(1, std::memory_order_relaxed);                           // relaxed: a statistic
   return true;
 }
 
-bool LoopCore::add_timer(std::shared_ptr<TimerState> timer, std::chrono::nanoseconds delay) {
-  const auto deadline = std::chrono::steady_clock::now() + std::max(delay, std::chrono::nanoseconds{0});
-  std::unique_lock lock(mutex_);
-  if (closed_.load(std::memory_order_relaxed)) return false;
-  new_timers_.push_back(TimerEntry{deadline, timer_sequence_++, std::move(timer)});
-  nonempty_.fetch_or(kTimersBit, std::memory_order_release);
-  wake_locked_then_signal(lock);
+bool LoopCore::post(LoopTask* task, Priority priority) noexcept {
+  const auto level = std::min(static_cast<std::size_t>(priority), kLevels - 1);
+  MutexLock lock(mutex_);
+  if (closed_.load(std::memory_order_relaxed)) return false;  // relaxed: written under mutex_
+  queues_[level].push_back(task);
+  ++counts_[level];
+  // release: the spinning loop thread acquires this bit and then takes the mutex anyway.
+  nonempty_.fetch_or(1u << level, std::memory_order_release);
+  const bool wake = claim_wake();
+  lock.unlock();
+  if (wake) futex_wake_one(park_word_);
   return true;
 }
 
 void LoopCore::stop() noexcept {
-  std::unique_lock lock(mutex_);
-  stop_requested_.store(true, std::memory_order_release);
-  closed_.store(true, std::memory_order_release);
-  if (running_) {
-    // Make the loop see the request now, even if it is parked with a long timer timeout.
-    nonempty_.fetch_or(kTimersBit, std::memory_order_release);
-    wake_locked_then_signal(lock);
-    return;
+  Leftovers leftovers;
+  {
+    MutexLock lock(mutex_);
+    stop_requested_.store(true, std::memory_order_release);
+    closed_.store(true, std::memory_order_release);
+    if (running_) {
+      // Make the loop see the request now, even if it is parked with a long timer timeout.
+      nonempty_.fetch_or(kTimersBit, std::memory_order_release);
+      const bool wake = claim_wake();
+      lock.unlock();
+      if (wake) futex_wake_one(park_word_);
+      return;
+    }
+    // No thread is running the loop: nobody else will ever run what is queued, so discard it here
+    // (callers blocked on a ThreadSafeFunction get ClosedError instead of waiting forever).
+    leftovers = take_everything();
   }
-  // No thread is running the loop: nobody else will ever run what is queued, so discard it here
-  // (callers blocked on a ThreadSafeFunction get ClosedError instead of waiting forever).
-  discard_everything(lock);
+  discard_leftovers(leftovers);
 }
 
 void LoopCore::close_and_wait() noexcept {
   stop();
-  // acquire: pairs with run()'s release store of 0, so run() is fully done with *this.
+  // acquire: pairs with leave_run()'s release store of 0, so run() is fully done with *this.
   while (run_exit_word_.load(std::memory_order_acquire) != 0) futex_wait(run_exit_word_, 1);
-  std::unique_lock lock(mutex_);
-  discard_everything(lock);
+  Leftovers leftovers;
+  {
+    MutexLock lock(mutex_);
+    leftovers = take_everything();
+  }
+  discard_leftovers(leftovers);
 }
 
-void LoopCore::discard_everything(std::unique_lock<std::mutex>& lock) noexcept {
-  std::array<TaskList, kLevels> queues = std::exchange(queues_, {});
-  std::vector<TimerEntry> timers = std::exchange(new_timers_, {});
-  pending_ = 0;
-  nonempty_.store(0, std::memory_order_relaxed);
-  lock.unlock();
-  for (TaskList& list : queues) {
+LoopCore::Leftovers LoopCore::take_everything() noexcept {
+  Leftovers leftovers;
+  leftovers.queues = std::exchange(queues_, {});
+  counts_ = {};
+  leftovers.timers[0] = std::move(new_timers_);
+  new_timers_.clear();
+  leftovers.cancelled = std::move(cancelled_head_);
+  nonempty_.store(0, std::memory_order_relaxed);  // relaxed: under mutex_
+  if (!running_) {
+    // No thread is inside run(), so the loop-thread-only timer state is ours (handed over by mutex_).
+    leftovers.timers[1] = std::move(timer_heap_);
+    timer_heap_.clear();
+    leftovers.timers[2] = std::move(adopting_);
+    adopting_.clear();
+    timers_out_of_heap_ = 0;
+  }
+  return leftovers;
+}
+
+void LoopCore::discard_leftovers(Leftovers& leftovers) noexcept {
+  for (TaskList& list : leftovers.queues) {
     for (LoopTask* task = list.head; task != nullptr;) {
       LoopTask* next = task->next;
       task->discard();
       task = next;
     }
   }
-  for (TimerEntry& entry : timers) entry.timer->finished.store(true, std::memory_order_release);
+  for (auto& timers : leftovers.timers) {
+    for (std::shared_ptr<TimerState>& timer : timers) {
+      if (timer) finish_timer(*timer);
+    }
+    timers.clear();
+  }
+  while (leftovers.cancelled) {
+    std::shared_ptr<TimerState> next = std::move(leftovers.cancelled->next_cancelled);
+    finish_timer(*leftovers.cancelled);
+    leftovers.cancelled = std::move(next);
+  }
 }
 
 LoopStats LoopCore::stats() const {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
+  std::size_t pending = 0;
+  for (std::size_t count : counts_) pending += count;
   return LoopStats{tasks_run_.load(std::memory_order_relaxed), wakeups_.load(std::memory_order_relaxed),
-                   parks_.load(std::memory_order_relaxed), pending_};
+                   parks_.load(std::memory_order_relaxed), pending};
 }
 
-std::chrono::nanoseconds LoopCore::fire_due_timers() {
-  using Clock = std::chrono::steady_clock;
-  if (timer_heap_.empty()) return std::chrono::nanoseconds{-1};
-  auto now = Clock::now();
-  while (!timer_heap_.empty()) {
-    TimerEntry& top = timer_heap_.front();
-    if (top.timer->cancelled.load(std::memory_order_acquire)) {
-      top.timer->finished.store(true, std::memory_order_release);
-      std::pop_heap(timer_heap_.begin(), timer_heap_.end(), LaterFirst{});
-      timer_heap_.pop_back();
-      continue;
-    }
-    if (top.deadline > now) return std::chrono::duration_cast<std::chrono::nanoseconds>(top.deadline - now);
-    std::pop_heap(timer_heap_.begin(), timer_heap_.end(), LaterFirst{});
-    TimerEntry entry = std::move(timer_heap_.back());
-    timer_heap_.pop_back();
-    try {
-      entry.timer->callback();
-    } catch (...) {
-      report_error(std::current_exception());
-    }
-    tasks_run_.fetch_add(1, std::memory_order_relaxed);
-    now = Clock::now();
-    const auto period = entry.timer->period;
-    if (period.count() > 0 && !entry.timer->cancelled.load(std::memory_order_acquire)) {
-      entry.deadline += period;
-      if (entry.deadline <= now) {
-        // Fell behind (the loop was busy): skip the missed ticks, keep the phase.
-        const auto behind = now - entry.deadline;
-        entry.deadline += period * (behind / period + 1);
-      }
-      timer_heap_.push_back(std::move(entry));
-      std::push_heap(timer_heap_.begin(), timer_heap_.end(), LaterFirst{});
-    } else {
-      entry.timer->finished.store(true, std::memory_order_release);
-    }
-    if (stop_requested_.load(std::memory_order_acquire)) return std::chrono::nanoseconds{0};
-  }
-  return std::chrono::nanoseconds{-1};
-}
-
-void LoopCore::run_tasks(TaskList batch, std::size_t level) {
-  // Bits of levels more urgent than `level`: if one of them fills up, we hand the rest back.
-  const std::uint32_t more_urgent = (1u << level) - 1u;
+void LoopCore::run_tasks(TaskList batch, std::size_t count, std::size_t level) {
+  // Between two tasks the rest of the batch goes back to the front of its queue when a more urgent
+  // level has work, a timer is due, timers were added or cancelled, or stop() was called; the main
+  // loop then queues due timers and picks the most urgent work again.
+  const std::uint32_t interrupting = ((1u << level) - 1u) | kTimersBit;
   for (LoopTask* task = batch.head; task != nullptr;) {
     LoopTask* next = task->next;
     task->run(*this);  // may dispose of the task: `next` was read first
-    tasks_run_.fetch_add(1, std::memory_order_relaxed);
+    tasks_run_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    --count;
     task = next;
     if (task == nullptr) break;
     // acquire: pairs with post()'s release; a stale zero only delays preemption by one task.
-    const bool preempted = (nonempty_.load(std::memory_order_acquire) & more_urgent) != 0;
-    if (preempted || stop_requested_.load(std::memory_order_acquire)) {
-      TaskList rest{task, batch.tail};
-      std::size_t count = 0;
-      for (LoopTask* t = task; t != nullptr; t = t->next) ++count;
-      std::lock_guard lock(mutex_);
-      queues_[level].push_front_list(rest);
-      pending_ += count;
-      nonempty_.fetch_or(1u << level, std::memory_order_relaxed);
+    if ((nonempty_.load(std::memory_order_acquire) & interrupting) != 0 ||
+        stop_requested_.load(std::memory_order_acquire) || timer_due_now()) {
+      MutexLock lock(mutex_);
+      queues_[level].push_front_list(TaskList{task, batch.tail});
+      counts_[level] += count;  // counted, never walked: a big batch costs nothing here
+      nonempty_.fetch_or(1u << level, std::memory_order_relaxed);  // relaxed: under mutex_
       return;
     }
   }
 }
 
+void LoopCore::leave_run(bool stopped) noexcept {
+  Leftovers leftovers;
+  {
+    MutexLock lock(mutex_);
+    running_ = false;
+    loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
+    // Stopped (or stop() raced an exception out of run()): discard queued work and timers. Left by
+    // an exception on an open loop: keep everything; run() may be called again.
+    if (stopped || closed_.load(std::memory_order_relaxed)) leftovers = take_everything();
+  }
+  discard_leftovers(leftovers);
+  // release: everything run() did happens-before close_and_wait() returning.
+  run_exit_word_.store(0, std::memory_order_release);
+  futex_wake_all(run_exit_word_);
+}
+
 void LoopCore::run() {
   {
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     if (running_) throw std::logic_error("xthread::EventLoop::run: the loop is already running on another thread");
     if (closed_.load(std::memory_order_relaxed)) return;
     running_ = true;
-    run_exit_word_.store(1, std::memory_order_relaxed);
+    run_exit_word_.store(1, std::memory_order_relaxed);  // relaxed: read by close_and_wait after stop()
     loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
   }
+  // Whatever way run() ends — stop(), or an exception such as bad_alloc while adopting timers — the
+  // loop is left not running, and close_and_wait() (the destructor) can proceed.
+  struct Exit {
+    LoopCore* core;
+    LoopCore* outer;
+    bool stopped = false;
+    ~Exit() {
+      current_loop = outer;
+      core->leave_run(stopped);
+    }
+  } exit{this, current_loop};
+  current_loop = this;
 
-  std::chrono::nanoseconds park_timeout{-1};
   for (;;) {
+    if ((nonempty_.load(std::memory_order_acquire) & kTimersBit) != 0 || !adopting_.empty()) take_timer_changes();
+    std::array<TaskList, kLevels> due{};
+    std::array<std::size_t, kLevels> due_counts{};
+    const bool any_due = collect_due_timers(due, due_counts);
+
     TaskList batch;
+    std::size_t count = 0;
     std::size_t level = kLevels;
-    bool idle_waiting = false;
     {
-      // One critical section per iteration: adopt new timers and take the most urgent batch.
-      std::unique_lock lock(mutex_);
-      park_word_.store(kRunning, std::memory_order_relaxed);
-      if (stop_requested_.load(std::memory_order_relaxed)) break;
-      if (!new_timers_.empty()) {
-        for (TimerEntry& entry : new_timers_) {
-          timer_heap_.push_back(std::move(entry));
-          std::push_heap(timer_heap_.begin(), timer_heap_.end(), LaterFirst{});
-        }
-        new_timers_.clear();
-        nonempty_.fetch_and(~kTimersBit, std::memory_order_relaxed);
-      }
-      for (std::size_t candidate = 0; candidate + 1 < kLevels; ++candidate) {
-        if (!queues_[candidate].empty()) {
-          level = candidate;
-          batch = std::exchange(queues_[candidate], TaskList{});
-          std::size_t count = 0;
-          for (LoopTask* t = batch.head; t != nullptr; t = t->next) ++count;
-          pending_ -= count;
-          nonempty_.fetch_and(~(1u << level), std::memory_order_relaxed);
-          break;
+      // One critical section per iteration: queue due timers, take the most urgent batch.
+      MutexLock lock(mutex_);
+      park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
+      if (any_due) {
+        for (std::size_t l = 0; l < kLevels; ++l) {
+          if (due[l].empty()) continue;
+          queues_[l].append(due[l]);  // a due timer joins its priority's queue, behind what is there
+          counts_[l] += due_counts[l];
+          nonempty_.fetch_or(1u << l, std::memory_order_relaxed);  // relaxed: under mutex_
         }
       }
-      idle_waiting = level == kLevels && !queues_[kLevels - 1].empty();
-    }
-
-    // Due timers run before the batch (their tasks can still preempt it, see run_tasks).
-    park_timeout = fire_due_timers();
-
-    if (level == kLevels && idle_waiting && park_timeout.count() != 0) {
-      // Idle work: one task at a time, and only when nothing else is waiting or due.
-      std::unique_lock lock(mutex_);
-      bool others = false;
-      for (std::size_t candidate = 0; candidate + 1 < kLevels; ++candidate) others = others || !queues_[candidate].empty();
-      TaskList& idle = queues_[kLevels - 1];
-      if (!others && !idle.empty() && new_timers_.empty()) {
-        level = kLevels - 1;
-        batch.head = batch.tail = idle.head;
-        idle.head = idle.head->next;
-        if (idle.head == nullptr) {
-          idle.tail = nullptr;
-          nonempty_.fetch_and(~(1u << level), std::memory_order_relaxed);
+      if (stop_requested_.load(std::memory_order_relaxed)) {
+        exit.stopped = true;
+        break;
+      }
+      for (std::size_t candidate = 0; candidate < kLevels; ++candidate) {
+        TaskList& queue = queues_[candidate];
+        if (queue.empty()) continue;
+        level = candidate;
+        if (candidate + 1 < kLevels) {
+          batch = std::exchange(queue, TaskList{});
+          count = std::exchange(counts_[candidate], 0);
+          nonempty_.fetch_and(~(1u << candidate), std::memory_order_relaxed);
+        } else {
+          // Idle work: one task at a time, and only when every other queue is empty.
+          batch.head = batch.tail = queue.head;
+          queue.head = queue.head->next;
+          if (queue.head == nullptr) {
+            queue.tail = nullptr;
+            nonempty_.fetch_and(~(1u << candidate), std::memory_order_relaxed);
+          }
+          batch.head->next = nullptr;
+          count = 1;
+          --counts_[candidate];
         }
-        batch.head->next = nullptr;
-        --pending_;
+        break;
       }
     }
-
     if (level != kLevels) {
-      run_tasks(batch, level);
+      run_tasks(batch, count, level);
       continue;
     }
-    if (park_timeout.count() == 0) continue;  // a timer is due right now
 
-    // Nothing to do. Poll briefly (a reply to a call we just ran often arrives within
+    // Nothing to run. Poll briefly (a reply to a call we just ran often arrives within
     // microseconds), then park in the kernel until a post or the next timer deadline.
-    const std::chrono::nanoseconds spin = park_timeout.count() < 0 ? loop_spin_budget
-                                                                   : std::min(park_timeout, loop_spin_budget);
+    const auto next_deadline = timer_heap_.empty() ? SteadyClock::time_point::max() : timer_heap_.front()->deadline;
+    auto park_timeout = std::chrono::nanoseconds{-1};
+    if (next_deadline != SteadyClock::time_point::max()) {
+      park_timeout = std::max(std::chrono::nanoseconds{0}, next_deadline - SteadyClock::now());
+      if (park_timeout.count() == 0) continue;  // a timer is due right now
+    }
+    const std::chrono::nanoseconds spin = park_timeout.count() < 0 ? loop_spin_budget : std::min(park_timeout, loop_spin_budget);
     if (spin_until([this] { return nonempty_.load(std::memory_order_acquire) != 0 ||
                                    stop_requested_.load(std::memory_order_acquire); },
                    spin)) {
       continue;
     }
     {
-      std::unique_lock lock(mutex_);
+      MutexLock lock(mutex_);
       if (nonempty_.load(std::memory_order_relaxed) != 0 || stop_requested_.load(std::memory_order_relaxed)) {
         continue;
       }
@@ -284,27 +543,29 @@ void LoopCore::run() {
     }
     if (park_timeout.count() >= 0) {
       // Recompute: spinning used part of the timeout.
-      park_timeout = timer_heap_.empty()
-                         ? std::chrono::nanoseconds{-1}
-                         : std::max(std::chrono::nanoseconds{0},
-                                    std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                        timer_heap_.front().deadline - std::chrono::steady_clock::now()));
+      park_timeout = std::max(std::chrono::nanoseconds{0}, next_deadline - SteadyClock::now());
     }
     futex_wait(park_word_, kParked, park_timeout);
   }
+}
 
-  // Stopped: discard queued work and timers, then let close_and_wait() proceed.
-  for (TimerEntry& entry : timer_heap_) entry.timer->finished.store(true, std::memory_order_release);
-  timer_heap_.clear();
-  {
-    std::unique_lock lock(mutex_);
-    running_ = false;
-    loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
-    discard_everything(lock);
+// ---- deadlock detection -----------------------------------------------------------------------
+
+bool LoopCore::begin_wait(LoopCore& caller, const LoopCore& target) {
+  MutexLock lock(wait_graph_mutex_);
+  // Follow target → the loop its thread waits for → ...; reaching the caller closes a cycle. Every
+  // loop on the path is alive: it has an edge, so its thread is blocked inside its run().
+  std::size_t hops = 0;
+  for (const LoopCore* loop = &target; loop != nullptr && hops < 100000; loop = loop->waiting_for_, ++hops) {
+    if (loop == &caller) return false;
   }
-  // release: everything run() did happens-before close_and_wait() returning.
-  run_exit_word_.store(0, std::memory_order_release);
-  futex_wake_all(run_exit_word_);
+  caller.waiting_for_ = &target;
+  return true;
+}
+
+void LoopCore::end_wait(LoopCore& caller) noexcept {
+  MutexLock lock(wait_graph_mutex_);
+  caller.waiting_for_ = nullptr;
 }
 
 }  // namespace xthread::detail

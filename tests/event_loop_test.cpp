@@ -18,6 +18,7 @@
 using namespace std::chrono_literals;
 using xthread::EventLoop;
 using xthread::Priority;
+using xthread::Timer;
 
 namespace {
 
@@ -330,4 +331,151 @@ TEST(EventLoop, ManyProducersPostConcurrently) {
   drained.get_future().wait();
   EXPECT_EQ(ran.load(), kProducers * kPerProducer);
   loop.stop();
+}
+
+// ---- Regression tests for the hardening issue (#8): each failed on the code before it. ----------
+
+TEST(EventLoopHardening, QueuedImmediateTasksRunBeforeADueNormalTimer) {
+  // Break 3: due timers used to run before every queued task, `immediate` ones included.
+  EventLoop loop;
+  std::vector<std::string> order;
+  Timer timer = loop.post_after(0ns, [&] { order.push_back("timer"); });
+  ASSERT_TRUE(loop.post([&] { order.push_back("immediate"); }, Priority::immediate));
+  ASSERT_TRUE(loop.post([&] { order.push_back("high"); }, Priority::high));
+  ASSERT_TRUE(loop.post([&] { order.push_back("low"); }, Priority::low));
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
+  loop.run();
+  const std::vector<std::string> expected{"immediate", "high", "timer", "low"};
+  EXPECT_EQ(order, expected);
+}
+
+TEST(EventLoopHardening, AHighPriorityTimerInterruptsALongBatchOfNormalTasks) {
+  // Break 3: a due timer could not interrupt a long batch (542 ms without a tick in a burst).
+  EventLoop loop;
+  std::atomic<int> ticks{0};
+  std::atomic<int> ran{0};
+  int ran_at_first_tick = -1;
+  Timer ticker = loop.post_every(1ms, [&] {
+    if (ticks.fetch_add(1) == 0) ran_at_first_tick = ran.load();
+  }, Priority::high);
+  // 400 tasks of ≥ 0.5 ms each, all queued before the loop starts: one batch of ≥ 200 ms.
+  constexpr int kTasks = 400;
+  for (int i = 0; i < kTasks; ++i) {
+    ASSERT_TRUE(loop.post([&] {
+      const auto until = std::chrono::steady_clock::now() + 500us;
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      ran.fetch_add(1);
+    }));
+  }
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
+  loop.run();
+  EXPECT_EQ(ran.load(), kTasks);
+  EXPECT_GT(ticks.load(), 10);                  // it ticked during the batch, not only after it
+  EXPECT_LT(ran_at_first_tick, kTasks / 2);     // and the first tick came early in the batch
+}
+
+TEST(EventLoopHardening, ADueNormalTimerJoinsTheBackOfTheNormalQueue) {
+  EventLoop loop;
+  std::vector<std::string> order;
+  Timer timer = loop.post_after(0ns, [&] { order.push_back("timer"); });
+  ASSERT_TRUE(loop.post([&] {
+    order.push_back("first");
+    // The timer is already due; tasks posted from now on queue behind it.
+    ASSERT_TRUE(loop.post([&] { order.push_back("posted-after"); }));
+  }));
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
+  loop.run();
+  const std::vector<std::string> expected{"first", "timer", "posted-after"};
+  EXPECT_EQ(order, expected);
+}
+
+TEST(EventLoopHardening, ACancelledTimersCapturesAreReleasedAtTheNextIterationDespiteALiveTimerAhead) {
+  // Break 4: cancelled timers (and their captures) lived until their own deadline.
+  EventLoop loop;
+  RunningLoop runner(loop);
+  Timer ahead = loop.post_after(1h, [] {});  // a live timer in front keeps the heap busy
+  auto capture = std::make_shared<std::vector<char>>(1 << 20);
+  std::weak_ptr<std::vector<char>> watch = capture;
+  Timer far = loop.post_after(30s, [capture = std::move(capture)] {});
+  far.cancel();
+  EXPECT_FALSE(far.active());
+  // cancel() queued the removal before this post, so the loop has released it when the task runs.
+  std::promise<bool> released;
+  ASSERT_TRUE(loop.post([&] { released.set_value(watch.expired()); }));
+  EXPECT_TRUE(released.get_future().get());
+  loop.stop();
+}
+
+TEST(EventLoopHardening, AFiredOneShotTimerKeepsNoCapturesAlive) {
+  EventLoop loop;
+  RunningLoop runner(loop);
+  auto capture = std::make_shared<int>(1);
+  std::weak_ptr<int> watch = capture;
+  std::promise<bool> released;
+  Timer once = loop.post_after(0ns, [&, capture = std::move(capture)] {
+    // Runs after this callback returns and its captures were destroyed.
+    ASSERT_TRUE(loop.post([&] { released.set_value(watch.expired()); }));
+  });
+  EXPECT_TRUE(released.get_future().get());
+  EXPECT_FALSE(once.active());
+  loop.stop();
+}
+
+TEST(EventLoopHardening, MaximalDurationsMeanNeverAndDoNotOverflow) {
+  // Break 5: post_after(nanoseconds::max()) fired at once; post_every(max) fired millions of times.
+  EventLoop loop;
+  std::atomic<int> fired{0};
+  Timer a = loop.post_after(std::chrono::nanoseconds::max(), [&] { fired.fetch_add(1); });
+  Timer b = loop.post_every(std::chrono::nanoseconds::max(), [&] { fired.fetch_add(1); });
+  Timer c = loop.post_after(std::chrono::hours::max(), [&] { fired.fetch_add(1); });
+  Timer d = loop.post_every(std::chrono::hours::max(), [&] { fired.fetch_add(1); });
+  Timer e = loop.post_after(std::chrono::nanoseconds::min(), [] {});  // negative: due now
+  Timer stopper = loop.post_after(20ms, [&] { loop.stop(); });
+  loop.run();
+  EXPECT_EQ(fired.load(), 0);
+  EXPECT_FALSE(e.active());
+  EXPECT_FALSE(a.active());  // the loop stopped
+}
+
+TEST(EventLoopHardening, ACancelCallFromAnotherThreadNeverLosesToTheLoopsStart) {
+  // Break 2, deterministic part: cancel() before the loop reaches a due timer wins for good.
+  EventLoop loop;
+  std::atomic<int> fired{0};
+  std::vector<Timer> timers;
+  for (int i = 0; i < 1000; ++i) timers.push_back(loop.post_after(0ns, [&] { fired.fetch_add(1); }));
+  std::thread canceller([&] {
+    for (Timer& timer : timers) timer.cancel();
+  });
+  canceller.join();
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
+  loop.run();
+  EXPECT_EQ(fired.load(), 0);
+}
+
+TEST(EventLoopHardening, RunningOnIsPossibleAfterALongPeriodicTimerIsCancelledFromItsOwnCallback) {
+  EventLoop loop;
+  int runs = 0;
+  Timer timer;
+  timer = loop.post_every(1ns, [&] {
+    if (++runs == 3) timer.cancel();
+  });
+  Timer stopper = loop.post_after(20ms, [&] { loop.stop(); });
+  loop.run();
+  EXPECT_EQ(runs, 3);
+  EXPECT_FALSE(timer.active());
+}
+
+TEST(EventLoopHardening, StatsCountPendingWithoutWalkingAndAfterPreemption) {
+  EventLoop loop;
+  std::size_t pending_inside = 0;
+  ASSERT_TRUE(loop.post([&] {
+    ASSERT_TRUE(loop.post([&] { pending_inside = loop.stats().pending; }, Priority::immediate));
+  }, Priority::low));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(loop.post([] {}, Priority::low));
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
+  EXPECT_EQ(loop.stats().pending, 12u);
+  loop.run();
+  // The first low task ran and was preempted: the 10 low tasks handed back, plus the idle stopper.
+  EXPECT_EQ(pending_inside, 11u);
 }

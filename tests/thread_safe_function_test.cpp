@@ -1,8 +1,11 @@
 #include "xthread/thread_safe_function.hpp"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
+#include <cstdint>
+#include <optional>
 #include <future>
 #include <latch>
 #include <memory>
@@ -346,4 +349,256 @@ TEST(ThreadSafeFunction, ManyThreadsCallConcurrently) {
   EXPECT_EQ(wrong.load(), 0);
   const long n = static_cast<long>(kThreads) * kCalls;
   EXPECT_EQ(seen.load(), n * (n - 1) / 2);
+}
+
+// ---- Regression tests for the hardening issue (#8): each failed on the code before it. ----------
+
+TEST(ThreadSafeFunctionHardening, BlockedProducersOnABoundedQueueWakeWithClosedErrorOnAbort) {
+  // Break 1: a producer blocked in enter() used to re-lock the gate's mutex inside it and hang, and
+  // then hang the loop thread too.
+  for (std::size_t max_queue = 1; max_queue <= 4; ++max_queue) {
+    LoopThread worker{"tsfn-bounded"};
+    ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }, {.max_queue = max_queue}};
+    LoopBlocker blocker(worker.loop());
+    std::vector<std::future<int>> queued;
+    for (std::size_t i = 0; i < max_queue; ++i) queued.push_back(f.call(1));
+    std::atomic<int> closed{0};
+    std::vector<std::thread> producers;
+    std::latch started{8};
+    for (int p = 0; p < 8; ++p) {
+      producers.emplace_back([&, p] {
+        pthread_setname_np(pthread_self(), "tsfn-producer");
+        started.count_down();
+        try {
+          if (p % 2 == 0) {
+            (void)f.call_sync(2);
+          } else {
+            (void)f.call(3).get();
+          }
+        } catch (const ClosedError&) {
+          closed.fetch_add(1);
+        }
+      });
+    }
+    started.wait();
+    // Wait until all eight are asleep on the full queue (nothing can signal that).
+    ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("tsfn-producer"); }));
+    f.abort();
+    for (auto& producer : producers) producer.join();
+    EXPECT_EQ(closed.load(), 8);
+    blocker.release();
+    for (auto& future : queued) EXPECT_THROW(future.get(), ClosedError);
+    // The loop keeps running.
+    std::promise<int> alive;
+    ASSERT_TRUE(worker.loop().post([&] { alive.set_value(7); }));
+    EXPECT_EQ(alive.get_future().get(), 7);
+  }
+}
+
+TEST(ThreadSafeFunctionHardening, ReleasingTheLastReferenceFromTheCalleeWakesBlockedProducers) {
+  LoopThread worker{"tsfn-release"};
+  std::latch entered{1};
+  std::latch go{1};
+  ThreadSafeFunction<int(int)>* self = nullptr;
+  ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
+                                   if (x == 0) {
+                                     entered.count_down();
+                                     go.wait();
+                                     self->release();  // the last reference, from inside the callee
+                                   }
+                                   return x;
+                                 },
+                                 {.max_queue = 1}};
+  self = &f;
+  std::future<int> first = f.call(0);
+  entered.wait();
+  std::future<int> second = f.call(1);  // takes the one slot while the first call runs
+  std::atomic<int> outcomes{0};
+  std::vector<std::thread> producers;
+  for (int p = 0; p < 4; ++p) {
+    producers.emplace_back([&] {
+      try {
+        (void)f.call_sync(5);
+      } catch (const ClosedError&) {
+      }
+      outcomes.fetch_add(1);
+    });
+  }
+  go.count_down();
+  for (auto& producer : producers) producer.join();
+  EXPECT_EQ(outcomes.load(), 4);
+  EXPECT_EQ(first.get(), 0);
+  EXPECT_EQ(second.get(), 1);  // queued before the release: still runs
+}
+
+TEST(ThreadSafeFunctionHardening, AQueueSlotFreesWhenTheLoopDequeuesTheCallNotWhenItFinishes) {
+  // Break 11: Node-API frees the slot when the loop takes the call off the queue.
+  LoopThread worker{"tsfn-slot"};
+  std::latch entered{1};
+  std::latch go{1};
+  ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
+                                   if (x == 0) {
+                                     entered.count_down();
+                                     go.wait();
+                                   }
+                                   return x;
+                                 },
+                                 {.max_queue = 1}};
+  std::thread sync_caller([&] { EXPECT_EQ(f.call_sync(0), 0); });  // a call_sync holds a slot the same way
+  entered.wait();  // the callee is running: its slot is free again
+  std::optional<std::future<int>> second = f.try_call(1);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_FALSE(f.try_call(2).has_value());  // now the one slot is taken by the queued call
+  EXPECT_FALSE(f.closing());
+  go.count_down();
+  sync_caller.join();
+  EXPECT_EQ(second->get(), 1);
+}
+
+TEST(ThreadSafeFunctionHardening, ABalancedReleaseAfterAnotherThreadsAbortDoesNotThrow) {
+  LoopThread worker;
+  ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }};
+  f.acquire();  // a second holder
+  std::thread aborter([&] { f.abort(); });
+  aborter.join();
+  EXPECT_NO_THROW(f.release());
+  EXPECT_NO_THROW(f.release());
+  EXPECT_THROW(f.release(), std::logic_error);  // unbalanced: no reference left
+  EXPECT_THROW(f.acquire(), ClosedError);
+}
+
+TEST(ThreadSafeFunctionHardening, AClosedErrorFromInsideTheCalleeArrivesAsNestedClosedError) {
+  // Break 8: ClosedError must only ever mean "this call's callee never ran".
+  LoopThread inner_loop{"tsfn-inner"};
+  LoopThread outer_loop{"tsfn-outer"};
+  ThreadSafeFunction<int(int)> inner{inner_loop.loop(), [](int x) { return x; }};
+  inner.abort();
+  std::atomic<int> ran{0};
+  ThreadSafeFunction<int(int)> outer{outer_loop.loop(), [&](int x) {
+                                       ran.fetch_add(1);
+                                       return inner.call_sync(x);
+                                     }};
+  try {
+    (void)outer.call_sync(1);
+    ADD_FAILURE() << "no exception";
+  } catch (const ClosedError&) {
+    ADD_FAILURE() << "the outer callee ran, so the outer call must not report ClosedError";
+  } catch (const xthread::NestedClosedError& nested) {
+    EXPECT_THROW(nested.rethrow_nested(), ClosedError);
+  }
+  EXPECT_THROW((void)outer.call(2).get(), xthread::NestedClosedError);
+  EXPECT_EQ(ran.load(), 2);
+  // Inline on the loop thread, too.
+  std::promise<bool> inline_nested;
+  ASSERT_TRUE(outer_loop.loop().post([&] {
+    try {
+      (void)outer.call_sync(3);
+      inline_nested.set_value(false);
+    } catch (const xthread::NestedClosedError&) {
+      inline_nested.set_value(true);
+    } catch (...) {
+      inline_nested.set_value(false);
+    }
+  }));
+  EXPECT_TRUE(inline_nested.get_future().get());
+  // Other exception types pass unchanged.
+  ThreadSafeFunction<int(int)> thrower{outer_loop.loop(), [](int) -> int { throw std::out_of_range("mine"); }};
+  EXPECT_THROW((void)thrower.call_sync(1), std::out_of_range);
+}
+
+TEST(ThreadSafeFunctionHardening, ATwoLoopSyncCycleFailsWithWouldDeadlockInsteadOfHanging) {
+  // Break 9: A's callee call_syncs into B, whose callee call_syncs back into A.
+  LoopThread a{"cycle-a"};
+  LoopThread b{"cycle-b"};
+  ThreadSafeFunction<int(int)>* to_a = nullptr;
+  ThreadSafeFunction<int(int)> to_b{b.loop(), [&](int x) { return to_a->call_sync(x + 1); }};
+  ThreadSafeFunction<int(int)> a_callee{a.loop(), [](int x) { return x * 10; }};
+  to_a = &a_callee;
+  ThreadSafeFunction<int(int)> start_on_a{a.loop(), [&](int x) { return to_b.call_sync(x); }};
+  // B's callee's call_sync into A detects the cycle and throws; the error then passes unchanged
+  // through B's and A's calls, like any exception of a callee.
+  EXPECT_THROW((void)start_on_a.call_sync(1), xthread::WouldDeadlockError);
+  // Without the cycle the same functions work: B's callee calling into A from a plain thread's call.
+  EXPECT_EQ(to_b.call_sync(4), 50);
+}
+
+TEST(ThreadSafeFunctionHardening, AThreeLoopSyncCycleIsDetectedToo) {
+  LoopThread a{"cycle3-a"};
+  LoopThread b{"cycle3-b"};
+  LoopThread c{"cycle3-c"};
+  ThreadSafeFunction<int(int)> on_a{a.loop(), [](int x) { return x; }};
+  ThreadSafeFunction<int(int)> on_c{c.loop(), [&](int x) { return on_a.call_sync(x); }};   // C → A
+  ThreadSafeFunction<int(int)> on_b{b.loop(), [&](int x) { return on_c.call_sync(x); }};   // B → C
+  ThreadSafeFunction<int(int)> a_to_b{a.loop(), [&](int x) { return on_b.call_sync(x); }};  // A → B
+  std::exception_ptr error;
+  try {
+    (void)a_to_b.call_sync(1);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  ASSERT_TRUE(error);
+  EXPECT_THROW(std::rethrow_exception(error), xthread::WouldDeadlockError);
+  EXPECT_EQ(on_b.call_sync(9), 9);  // B → C → A without a cycle
+}
+
+namespace {
+struct alignas(64) Overaligned {
+  unsigned char bytes[64]{};
+  int value = 0;
+};
+}  // namespace
+
+TEST(ThreadSafeFunctionHardening, OveralignedArgumentsAndResultsAreProperlyAligned) {
+  // Break 6: placement-new into 16-byte-aligned pool memory (UBSan: misaligned address).
+  LoopThread worker;
+  std::atomic<bool> misaligned{false};
+  ThreadSafeFunction<Overaligned(Overaligned)> f{worker.loop(), [&](Overaligned in) {
+                                                   if (reinterpret_cast<std::uintptr_t>(&in) % 64 != 0) misaligned = true;
+                                                   Overaligned out;
+                                                   out.value = in.value + 1;
+                                                   return out;
+                                                 }};
+  std::vector<std::future<Overaligned>> futures;
+  for (int i = 0; i < 64; ++i) {
+    Overaligned argument;
+    argument.value = i;
+    futures.push_back(f.call(argument));
+  }
+  for (int i = 0; i < 64; ++i) {
+    Overaligned result = futures[i].get();
+    EXPECT_EQ(result.value, i + 1);
+  }
+  Overaligned argument;
+  argument.value = 41;
+  EXPECT_EQ(f.call_sync(argument).value, 42);
+  EXPECT_FALSE(misaligned.load());
+}
+
+TEST(ThreadSafeFunctionHardening, TheFinalizerRunsOnTheLoopThreadOrOnTheClosingThreadWhenTheLoopIsGone) {
+  std::thread::id finalizer_thread;
+  std::thread::id loop_thread;
+  {
+    LoopThread worker;
+    std::promise<void> finalized;
+    ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
+                                     loop_thread = std::this_thread::get_id();
+                                     return x;
+                                   },
+                                   {.finalizer = [&] {
+                                     finalizer_thread = std::this_thread::get_id();
+                                     finalized.set_value();
+                                   }}};
+    EXPECT_EQ(f.call_sync(1), 1);
+    f.release();
+    finalized.get_future().wait();
+    EXPECT_EQ(finalizer_thread, loop_thread);
+  }
+  {
+    auto loop = std::make_unique<EventLoop>();
+    ThreadSafeFunction<int(int)> f{*loop, [](int x) { return x; },
+                                   {.finalizer = [&] { finalizer_thread = std::this_thread::get_id(); }}};
+    loop.reset();  // the loop is gone
+    f.release();   // finishes closing here
+    EXPECT_EQ(finalizer_thread, std::this_thread::get_id());
+  }
 }

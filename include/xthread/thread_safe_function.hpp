@@ -10,12 +10,13 @@
 #include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
-#include "xthread/closed_error.hpp"
+#include "xthread/errors.hpp"
 #include "xthread/detail/call_gate.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_core.hpp"
@@ -33,20 +34,41 @@ class ThreadSafeFunction;
 ///
 /// Node-API parity: a bounded queue (Options::max_queue, 0 = unbounded; call/call_sync block while it
 /// is full, try_call reports it), reference counting (acquire/release; the creator holds the first
-/// reference), abort(), and a finalizer that runs once on the loop thread after the last reference is
-/// released and every queued call has completed.
+/// reference), abort(), and a finalizer that runs once after the last reference is released (or
+/// abort()) and every admitted call has completed.
+///
+/// The bound, as in Node-API: a call holds a queue slot from admission until the loop takes it off
+/// its queue to run it. The slot is free again while the callee runs, so with max_queue = 1 one call
+/// can run while one more waits. A call_sync holds a slot the same way.
 ///
 /// Closing: after abort(), or after the last reference is released, every new call fails with
-/// ClosedError at once. After abort(), calls still queued complete with ClosedError without running
-/// the callee; after release(), queued calls still run. If the loop stops or is destroyed first,
-/// queued calls complete with ClosedError. No call ever waits forever on a stopped loop.
+/// ClosedError at once, and every producer blocked on a full queue wakes with ClosedError. After
+/// abort(), calls already queued fail with ClosedError without running the callee when the loop
+/// reaches them (a busy loop delays that; they are not pulled out of its queue). After release(),
+/// queued calls still run. If the loop stops or is destroyed first, queued calls complete with
+/// ClosedError. No call ever waits forever on a stopped loop.
 ///
-/// Arguments are moved, never copied, across the hop (call_sync does not even move them: it passes
-/// references, since the caller waits). Result and argument types may be move-only. R may not be a
-/// reference.
+/// Errors: ClosedError always means this call's callee never ran. The callee's own exception comes
+/// back unchanged, except a ClosedError escaping the callee (from a call the callee made itself),
+/// which arrives as NestedClosedError. call_sync made on a loop thread into a loop whose thread is
+/// blocked, directly or through a chain of loops, in a call_sync back into the caller's loop throws
+/// WouldDeadlockError instead of hanging (the callee never ran). Detection covers call_sync only; a
+/// cycle built from call().get() or other blocking waits is not detected.
+///
+/// Arguments: call() moves (or copies, for lvalues) each argument once into the queued call, and the
+/// callee receives it from there by move. call_sync() does not copy or move them on the way: it
+/// passes references to the caller's arguments, since the caller waits, so the callee's parameters
+/// are initialised exactly as a direct call would do — from an rvalue by move (a 1 MB string is then
+/// never copied), from an lvalue by copy when the parameter is taken by value. Result and argument
+/// types may be move-only and of any alignment. R may not be a reference.
 ///
 /// Memory ordering: everything the caller did before call()/call_sync() is visible to the callee;
 /// everything the callee did is visible to the caller once call_sync returns or the future is ready.
+///
+/// Finalizer: runs on the loop thread, as a normal-priority task. If the loop has stopped by then,
+/// it runs instead on the thread that finished closing the function: the one that released the last
+/// reference, called abort() or destroyed the last handle, or — when a queued call was the last thing
+/// in flight — the thread that stopped or destroyed the loop.
 ///
 /// Handles are copyable and share one function; references are counted separately, Node-style.
 /// Destroying the last handle releases any references left (queued calls still run, then the
@@ -75,28 +97,55 @@ class ThreadSafeFunction<R(Args...)> {
   [[nodiscard]] std::future<R> call(U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
-    const auto admission = state.core->in_loop_thread() ? state.gate.try_enter(true) : state.gate.enter();
+    detail::CallGate::Admission admission;
+    if (state.core->in_loop_thread()) {
+      admission = state.gate.try_enter(true);
+      if (admission == detail::CallGate::Admission::full) {
+        throw std::length_error("xthread::ThreadSafeFunction::call: too many calls in flight");
+      }
+    } else {
+      admission = state.gate.enter();
+    }
     if (admission != detail::CallGate::Admission::admitted) return ready_error(closed_reason(state));
     return post_async(std::forward<U>(arguments)...);
   }
 
-  /// Any thread. Calls and waits for the result; rethrows the callee's exception or ClosedError.
-  /// On the loop's own thread the callee runs inline (no deadlock). Blocks while the queue is full.
+  /// Any thread. Calls and waits for the result; rethrows the callee's exception (see Errors in the
+  /// class comment), ClosedError, or WouldDeadlockError. On the loop's own thread the callee runs
+  /// inline (no deadlock, no queue slot). Blocks while the queue is full.
   template <class... U>
   R call_sync(U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
     if (state.core->in_loop_thread()) {
       if (!state.gate.open()) throw ClosedError(closed_reason(state));
-      return state.callee(std::forward<U>(arguments)...);
+      try {
+        return state.callee(std::forward<U>(arguments)...);
+      } catch (const ClosedError& inner) {
+        throw NestedClosedError(inner.what());  // the callee did run
+      }
     }
+    // A loop thread about to block: record the wait first, and refuse a call that closes a cycle.
+    detail::LoopCore* const caller_loop = detail::LoopCore::current();
+    if (caller_loop != nullptr && !detail::LoopCore::begin_wait(*caller_loop, *state.core)) {
+      throw WouldDeadlockError(
+          "ThreadSafeFunction::call_sync from a loop thread into a loop that is itself blocked in a call_sync "
+          "back into the caller's loop (directly or through other loops)");
+    }
+    struct WaitEdge {  // ends the recorded wait if we leave before the call is handed to the loop
+      detail::LoopCore* loop;
+      ~WaitEdge() {
+        if (loop != nullptr) detail::LoopCore::end_wait(*loop);
+      }
+    } edge{caller_loop};
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
-    SyncCall<U&&...> node(state, std::forward<U>(arguments)...);
+    SyncCall<U&&...> node(state, caller_loop, std::forward<U>(arguments)...);
     const auto start = std::chrono::steady_clock::now();
     if (!state.core->post(&node, Priority::normal)) {
-      state.gate.leave();
+      state.gate.cancel_admission();
       throw ClosedError("EventLoop stopped");
     }
+    edge.loop = nullptr;  // from here the call's completion ends the wait (SyncCall::finish)
     node.done.wait(state.spin.budget());
     state.spin.record(std::chrono::steady_clock::now() - start);
     if (node.error) std::rethrow_exception(node.error);
@@ -118,9 +167,11 @@ class ThreadSafeFunction<R(Args...)> {
   /// Any thread. Adds a reference. Throws ClosedError if the function is already closing.
   void acquire() { owner_->state->gate.acquire(); }
   /// Any thread. Drops a reference; at zero the function closes (queued calls still run, then the
-  /// finalizer). Throws std::logic_error when no reference is left.
+  /// finalizer). Throws std::logic_error when no reference is left. After another thread's abort(),
+  /// a balanced release() only drops the count (Node-API returns napi_ok there).
   void release() { owner_->state->gate.release(); }
-  /// Any thread. Closes now: queued and later calls fail with ClosedError, blocked callers wake.
+  /// Any thread. Closes now: later calls and blocked producers fail with ClosedError at once; calls
+  /// already queued fail with ClosedError when the loop reaches them, without running the callee.
   void abort() noexcept { owner_->state->gate.abort(); }
   /// Any thread. True once aborted or fully released.
   [[nodiscard]] bool closing() const noexcept { return !owner_->state->gate.open(); }
@@ -128,26 +179,52 @@ class ThreadSafeFunction<R(Args...)> {
  private:
   using Arguments = std::tuple<std::decay_t<Args>...>;
 
+  class FinalizerTask final : public detail::LoopTask {
+   public:
+    explicit FinalizerTask(std::function<void()> finalizer) : finalizer_(std::move(finalizer)) {}
+    void run(detail::LoopCore& core) noexcept override {
+      try {
+        finalizer_();
+      } catch (...) {
+        core.report_error(std::current_exception());
+      }
+      delete this;
+    }
+    /// The loop closed: run it here (see "Finalizer" in the class comment).
+    void discard() noexcept override { run_here(); }
+    void run_here() noexcept {
+      try {
+        finalizer_();
+      } catch (...) {  // NOLINT(bugprone-empty-catch): no loop left to report to; a finalizer must not throw.
+      }
+      delete this;
+    }
+
+   private:
+    std::function<void()> finalizer_;
+  };
+
   struct State {
     template <class F>
     State(std::shared_ptr<detail::LoopCore> loop_core, F&& function, Options options)
         : core(std::move(loop_core)),
           callee(std::forward<F>(function)),
           pool(std::make_shared<detail::RecyclingPool>(options.max_queue == 0 ? 256 : std::min<std::size_t>(options.max_queue, 4096))),
-          finalizer(std::move(options.finalizer)),
+          // Allocated now, so closing never needs memory and the finalizer cannot be lost to bad_alloc.
+          finalizer_task(options.finalizer ? std::make_unique<FinalizerTask>(std::move(options.finalizer)) : nullptr),
           gate(options.max_queue, [this] { schedule_finalizer(); }) {}
 
+    /// Called once by the gate, on the thread that finished closing the function.
     void schedule_finalizer() noexcept {
-      if (!finalizer) return;
-      auto* task = new (std::nothrow) FinalizerTask(std::move(finalizer));
+      FinalizerTask* task = finalizer_task.release();
       if (task == nullptr) return;
-      if (!core->post(task, Priority::normal)) task->run_finalizer();  // loop gone: run it here
+      if (!core->post(task, Priority::normal)) task->run_here();  // loop gone: run it here
     }
 
     std::shared_ptr<detail::LoopCore> core;
     detail::UniqueFunction<R(Args...)> callee;  // loop thread only
     std::shared_ptr<detail::RecyclingPool> pool;
-    std::function<void()> finalizer;            // moved out once, by the thread that finalizes
+    std::unique_ptr<FinalizerTask> finalizer_task;  // released once, by the thread that finalizes
     detail::CallGate gate;
     detail::AdaptiveSpin spin;                  // how long call_sync polls before parking
   };
@@ -161,35 +238,13 @@ class ThreadSafeFunction<R(Args...)> {
     std::shared_ptr<State> state;
   };
 
-  class FinalizerTask final : public detail::LoopTask {
-   public:
-    explicit FinalizerTask(std::function<void()> finalizer) : finalizer_(std::move(finalizer)) {}
-    void run(detail::LoopCore& core) noexcept override {
-      try {
-        finalizer_();
-      } catch (...) {
-        core.report_error(std::current_exception());
-      }
-      delete this;
-    }
-    void discard() noexcept override { run_finalizer(); }
-    void run_finalizer() noexcept {
-      try {
-        finalizer_();
-      } catch (...) {  // NOLINT(bugprone-empty-catch): no loop left to report to; a finalizer must not throw.
-      }
-      delete this;
-    }
-
-   private:
-    std::function<void()> finalizer_;
-  };
-
   /// A call_sync in flight: lives on the caller's stack, which waits until done is set.
   template <class... U>
   struct SyncCall final : detail::LoopTask {
-    SyncCall(State& owner, U... arguments) : state(owner), forwarded(std::forward<U>(arguments)...) {}
+    SyncCall(State& owner, detail::LoopCore* waiting_loop, U... arguments)
+        : state(owner), caller_loop(waiting_loop), forwarded(std::forward<U>(arguments)...) {}
     void run(detail::LoopCore& /*core*/) noexcept override {
+      state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       if (state.gate.aborted()) {
         error = std::make_exception_ptr(ClosedError("ThreadSafeFunction aborted"));
       } else {
@@ -200,22 +255,25 @@ class ThreadSafeFunction<R(Args...)> {
             result.emplace(std::apply([this](auto&&... a) { return state.callee(std::forward<U>(a)...); }, forwarded));
           }
         } catch (...) {
-          error = std::current_exception();
+          error = detail::callee_exception();
         }
       }
       finish();
     }
     void discard() noexcept override {
+      state.gate.dequeued();
       error = std::make_exception_ptr(ClosedError("EventLoop stopped before running the call"));
       finish();
     }
     void finish() noexcept {
-      state.gate.leave();  // before done.set(): the caller may destroy the function right after
-      done.set();          // last touch of *this
+      if (caller_loop != nullptr) detail::LoopCore::end_wait(*caller_loop);  // before the caller resumes
+      state.gate.completed();  // before done.set(): the caller may destroy the function right after
+      done.set();              // last touch of *this
     }
 
     State& state;
-    std::tuple<U...> forwarded;  // references into the waiting caller's frame
+    detail::LoopCore* caller_loop;  // the caller's own loop when it is a loop thread (deadlock detection)
+    std::tuple<U...> forwarded;     // references into the waiting caller's frame
     std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
     std::exception_ptr error;
     detail::OneShotEvent done;
@@ -228,6 +286,7 @@ class ThreadSafeFunction<R(Args...)> {
         : state(std::move(owner)), promise(std::move(result)), stored(std::forward<U>(arguments)...) {}
 
     void run(detail::LoopCore& /*core*/) noexcept override {
+      state->gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       std::exception_ptr error;
       std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
       if (state->gate.aborted()) {
@@ -241,10 +300,10 @@ class ThreadSafeFunction<R(Args...)> {
             value.emplace(std::apply([this](auto&... a) -> R { return state->callee(static_cast<Args&&>(a)...); }, stored));
           }
         } catch (...) {
-          error = std::current_exception();
+          error = detail::callee_exception();
         }
       }
-      state->gate.leave();  // free the slot before the caller can observe the result
+      state->gate.completed();
       try {
         if (error) {
           promise.set_exception(std::move(error));
@@ -259,7 +318,8 @@ class ThreadSafeFunction<R(Args...)> {
       dispose();
     }
     void discard() noexcept override {
-      state->gate.leave();
+      state->gate.dequeued();
+      state->gate.completed();
       promise.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped before running the call")));
       dispose();
     }
@@ -267,7 +327,7 @@ class ThreadSafeFunction<R(Args...)> {
     void dispose() noexcept {
       std::shared_ptr<State> keep = std::move(state);  // the pool lives in the state
       this->~AsyncCall();
-      keep->pool->deallocate(this, sizeof(AsyncCall));
+      keep->pool->deallocate(this, sizeof(AsyncCall), alignof(AsyncCall));
     }
 
     std::shared_ptr<State> state;
@@ -284,11 +344,11 @@ class ThreadSafeFunction<R(Args...)> {
     try {
       std::promise<R> promise(std::allocator_arg, detail::RecyclingAllocator<char>(state->pool));
       future = promise.get_future();
-      memory = state->pool->allocate(sizeof(AsyncCall));
+      memory = state->pool->allocate(sizeof(AsyncCall), alignof(AsyncCall));
       node = ::new (memory) AsyncCall(state, std::move(promise), std::forward<U>(arguments)...);
     } catch (...) {
-      if (memory != nullptr) state->pool->deallocate(memory, sizeof(AsyncCall));
-      state->gate.leave();
+      if (memory != nullptr) state->pool->deallocate(memory, sizeof(AsyncCall), alignof(AsyncCall));
+      state->gate.cancel_admission();
       throw;
     }
     if (!state->core->post(node, Priority::normal)) node->discard();

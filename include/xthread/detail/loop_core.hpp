@@ -1,6 +1,6 @@
 // xthread/detail/loop_core.hpp — the engine behind EventLoop: an intrusive multi-priority queue,
-// a timer heap and a park word. Shared (via shared_ptr) by the EventLoop and by every
-// ThreadSafeFunction targeting it, so a call in flight never touches a destroyed loop.
+// an indexed timer heap and a park word. Shared (via shared_ptr) by the EventLoop, its Timers and
+// every ThreadSafeFunction targeting it, so a call in flight never touches a destroyed loop.
 #pragma once
 
 #include <array>
@@ -9,14 +9,16 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
-#include <mutex>
 #include <thread>
 #include <vector>
 
+#include "xthread/detail/thread_annotations.hpp"
 #include "xthread/detail/unique_function.hpp"
 
 namespace xthread {
+/// Task priorities, most urgent first. See EventLoop for the loop's exact order.
 enum class Priority : std::uint8_t { immediate, high, normal, low, idle };
 }  // namespace xthread
 
@@ -28,7 +30,7 @@ class LoopCore;
 /// disposes of itself inside it (delete, return to a pool, or signal a waiting caller's stack frame).
 class LoopTask {
  public:
-  LoopTask* next = nullptr;  // guarded by LoopCore::mutex_ while queued
+  LoopTask* next = nullptr;  // owned by whichever list holds the task (under LoopCore's mutex while queued)
   /// Runs on the loop thread.
   virtual void run(LoopCore& core) noexcept = 0;
   /// The loop closed before the task could run. Runs on the thread that closes the loop.
@@ -51,11 +53,50 @@ class FunctionTask final : public LoopTask {
   F function_;
 };
 
-struct TimerState {
-  UniqueFunction<void()> callback;                  // touched by the loop thread only once armed
+/// Saturating time arithmetic: a deadline past the clock's range is time_point::max(), "never".
+using SteadyClock = std::chrono::steady_clock;
+SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept;
+
+/// Any duration to nanoseconds, saturating at nanoseconds::min()/max() instead of overflowing.
+template <class Rep, class Period>
+constexpr std::chrono::nanoseconds saturating_nanoseconds(std::chrono::duration<Rep, Period> duration) noexcept {
+  using Nanos = std::chrono::duration<long double, std::nano>;
+  const long double count = std::chrono::duration_cast<Nanos>(duration).count();
+  if (!(count == count)) return std::chrono::nanoseconds{0};  // NaN
+  if (count >= static_cast<long double>(std::numeric_limits<std::int64_t>::max())) return std::chrono::nanoseconds::max();
+  if (count <= static_cast<long double>(std::numeric_limits<std::int64_t>::min())) return std::chrono::nanoseconds::min();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
+}
+
+/// A timer: its callback, schedule and phase. Shared by Timer handles, the loop's heap, and (while a
+/// due timer waits in a run queue) by itself through `self_while_queued`.
+///
+/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
+/// armed → running (the loop, just before the callback) → armed again (periodic) or finished;
+/// armed or running → cancelled (cancel(), any thread); armed → finished (the loop stopped).
+/// The callback starts only by winning armed → running, so once cancel() has stored `cancelled`,
+/// it can never start again.
+class TimerState final : public LoopTask {
+ public:
+  enum Phase : std::uint32_t { kArmed, kRunning, kCancelled, kFinished };
+
+  void run(LoopCore& core) noexcept override;
+  void discard() noexcept override;
+
+  std::atomic<std::uint32_t> phase{kArmed};
+  UniqueFunction<void()> callback;                  // run and destroyed on the loop thread (see EventLoop)
   std::chrono::nanoseconds period{0};               // zero: one-shot
-  std::atomic<bool> cancelled{false};               // set by Timer::cancel from any thread
-  std::atomic<bool> finished{false};                // set by the loop: fired (one-shot) or dropped
+  Priority priority = Priority::normal;
+  // Loop thread only, once added:
+  SteadyClock::time_point deadline{};
+  std::uint64_t sequence = 0;                       // ties on deadline run in creation order
+  std::size_t heap_index = kNotInHeap;
+  std::shared_ptr<TimerState> self_while_queued;    // keeps *this alive while it sits in a run queue
+  // Guarded by the loop's mutex: the loop's list of timers to remove.
+  std::shared_ptr<TimerState> next_cancelled;
+  std::weak_ptr<LoopCore> loop;                     // set once by add_timer, before anyone else sees it
+
+  static constexpr std::size_t kNotInHeap = static_cast<std::size_t>(-1);
 };
 
 struct LoopStats {
@@ -65,7 +106,7 @@ struct LoopStats {
   std::size_t pending = 0;
 };
 
-class LoopCore {
+class LoopCore : public std::enable_shared_from_this<LoopCore> {
  public:
   using ErrorHandler = std::function<void(std::exception_ptr)>;
 
@@ -75,60 +116,83 @@ class LoopCore {
   ~LoopCore();
 
   /// Any thread. On success the loop owns `task`; on false (loop closed) the caller still does.
-  bool post(LoopTask* task, Priority priority) noexcept;
-  /// Any thread. Returns false when the loop is closed.
-  bool add_timer(std::shared_ptr<TimerState> timer, std::chrono::nanoseconds delay);
+  bool post(LoopTask* task, Priority priority) noexcept XTHREAD_EXCLUDES(mutex_);
+  /// Any thread. Returns false (and marks the timer finished) when the loop is closed.
+  bool add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) XTHREAD_EXCLUDES(mutex_);
+  /// Any thread (Timer::cancel). See TimerState's phase protocol.
+  static void cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept;
 
   void run();
-  void stop() noexcept;
+  void stop() noexcept XTHREAD_EXCLUDES(mutex_);
   /// stop(), then wait until no thread is inside run(), then discard what is left.
-  void close_and_wait() noexcept;
+  void close_and_wait() noexcept XTHREAD_EXCLUDES(mutex_);
   [[nodiscard]] bool in_loop_thread() const noexcept {
     // relaxed: equality with our own id can only be observed if we stored it ourselves.
     return loop_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id();
   }
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
-  [[nodiscard]] LoopStats stats() const;
+  [[nodiscard]] LoopStats stats() const XTHREAD_EXCLUDES(mutex_);
   void report_error(std::exception_ptr error) noexcept;
 
+  /// The loop whose run() is executing on the calling thread (innermost), or nullptr.
+  static LoopCore* current() noexcept;
+
+  /// Called by a synchronous caller running on `caller`'s loop thread before it blocks on a call into
+  /// `target`. Returns false (and records nothing) when `target`'s thread is already blocked, directly
+  /// or through other loops, on a call into `caller`: waiting would deadlock.
+  static bool begin_wait(LoopCore& caller, const LoopCore& target);
+  /// The call begun by begin_wait completed (called by whichever thread completes it, before the
+  /// caller is released).
+  static void end_wait(LoopCore& caller) noexcept;
+
  private:
+  friend class TimerState;
   static constexpr std::size_t kLevels = 5;
-  static constexpr std::uint32_t kTimersBit = 1u << kLevels;
+  static constexpr std::uint32_t kTimersBit = 1u << kLevels;  // new timers or cancellations to take
 
   struct TaskList {
     LoopTask* head = nullptr;
     LoopTask* tail = nullptr;
     void push_back(LoopTask* task) noexcept;
     void push_front_list(TaskList other) noexcept;
+    void append(TaskList other) noexcept;
     [[nodiscard]] bool empty() const noexcept { return head == nullptr; }
-  };
-
-  struct TimerEntry {
-    std::chrono::steady_clock::time_point deadline;
-    std::uint64_t sequence;
-    std::shared_ptr<TimerState> timer;
-  };
-  struct LaterFirst {
-    bool operator()(const TimerEntry& a, const TimerEntry& b) const noexcept {
-      return a.deadline != b.deadline ? a.deadline > b.deadline : a.sequence > b.sequence;
-    }
   };
 
   enum ParkState : std::uint32_t { kRunning = 0, kParked = 1, kNotified = 2 };
 
-  void wake_locked_then_signal(std::unique_lock<std::mutex>& lock) noexcept;
-  std::chrono::nanoseconds fire_due_timers();
-  void run_tasks(TaskList batch, std::size_t level);
-  void discard_everything(std::unique_lock<std::mutex>& lock) noexcept;
+  /// Everything a closing loop discards, taken under mutex_ and disposed of without it.
+  struct Leftovers {
+    std::array<TaskList, kLevels> queues{};
+    std::array<std::vector<std::shared_ptr<TimerState>>, 3> timers;  // new, in the heap, being adopted
+    std::shared_ptr<TimerState> cancelled;
+  };
 
-  mutable std::mutex mutex_;
-  std::array<TaskList, kLevels> queues_{};                 // guarded by mutex_
-  std::vector<TimerEntry> new_timers_;                    // guarded by mutex_
-  std::size_t pending_ = 0;                               // guarded by mutex_
-  bool running_ = false;                                  // guarded by mutex_
-  std::uint64_t timer_sequence_ = 0;                      // guarded by mutex_
+  /// True when the caller must futex-wake the parked loop thread after unlocking.
+  [[nodiscard]] bool claim_wake() noexcept XTHREAD_REQUIRES(mutex_);
+  void take_timer_changes() XTHREAD_EXCLUDES(mutex_);
+  bool collect_due_timers(std::array<TaskList, kLevels>& due, std::array<std::size_t, kLevels>& counts);
+  [[nodiscard]] bool timer_due_now() const noexcept;
+  void run_tasks(TaskList batch, std::size_t count, std::size_t level) XTHREAD_EXCLUDES(mutex_);
+  [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
+  static void discard_leftovers(Leftovers& leftovers) noexcept;
+  void leave_run(bool stopped) noexcept XTHREAD_EXCLUDES(mutex_);
+  // Timer heap (loop thread only): a binary min-heap on (deadline, sequence) with back-indices, so a
+  // cancelled timer leaves it at once.
+  void heap_push(std::shared_ptr<TimerState> timer);
+  std::shared_ptr<TimerState> heap_remove(std::size_t index) noexcept;
+  void heap_sift_up(std::size_t index) noexcept;
+  void heap_sift_down(std::size_t index) noexcept;
+
+  mutable Mutex mutex_;
+  std::array<TaskList, kLevels> queues_ XTHREAD_GUARDED_BY(mutex_){};
+  std::array<std::size_t, kLevels> counts_ XTHREAD_GUARDED_BY(mutex_){};  // tasks in each queue
+  std::vector<std::shared_ptr<TimerState>> new_timers_ XTHREAD_GUARDED_BY(mutex_);
+  std::shared_ptr<TimerState> cancelled_head_ XTHREAD_GUARDED_BY(mutex_);  // intrusive via next_cancelled
+  bool running_ XTHREAD_GUARDED_BY(mutex_) = false;
+  std::uint64_t timer_sequence_ XTHREAD_GUARDED_BY(mutex_) = 0;
   // Mirror of which queues are non-empty (bit per level, plus kTimersBit); written under mutex_,
-  // read without it by the spinning loop thread.
+  // read without it by the running loop thread (to preempt a batch, or while spinning).
   std::atomic<std::uint32_t> nonempty_{0};
   std::atomic<std::uint32_t> park_word_{kRunning};        // written under mutex_, futex-waited outside
   std::atomic<std::uint32_t> run_exit_word_{0};           // 1 while a thread is inside run()
@@ -138,7 +202,15 @@ class LoopCore {
   std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> wakeups_{0};
   std::atomic<std::uint64_t> parks_{0};
-  std::vector<TimerEntry> timer_heap_;                    // loop thread only
+  // Loop thread only (the thread inside run(); handed over through mutex_ between runs):
+  std::vector<std::shared_ptr<TimerState>> timer_heap_;
+  std::size_t timers_out_of_heap_ = 0;  // periodic timers queued or running, to be pushed back
+  std::vector<std::shared_ptr<TimerState>> adopting_;     // spare buffer for take_timer_changes
+  // The process-wide wait-for graph of loop threads blocked in a synchronous call into another loop
+  // (begin_wait / end_wait): each loop's edge, under one lock taken only by call_sync made from a loop
+  // thread and by that call's completion. A loop with an edge is alive: its thread is blocked in run().
+  static Mutex wait_graph_mutex_;
+  const LoopCore* waiting_for_ XTHREAD_GUARDED_BY(wait_graph_mutex_) = nullptr;
   ErrorHandler on_error_;
 };
 

@@ -9,11 +9,15 @@
 #include <memory>
 #include <mutex>
 #include <new>
+#include <algorithm>
+
+#include "xthread/detail/thread_annotations.hpp"
 
 namespace xthread::detail {
 
-/// Blocks are grouped in size classes of 64 · 2^k bytes up to 2 KiB; larger requests go straight to
-/// operator new. Each class keeps at most `max_cached_per_class` free blocks.
+/// Blocks are grouped in size classes of 64 · 2^k bytes up to 2 KiB, aligned to 16 bytes; larger or
+/// more strictly aligned requests go straight to the aligned operator new. Each class keeps at most
+/// `max_cached_per_class` free blocks. deallocate() must get the size and alignment allocate() got.
 /// Thread rule: allocate/deallocate from any thread. Memory ordering: a block handed back by one
 /// thread and reused by another is published through the mutex.
 class RecyclingPool {
@@ -31,11 +35,12 @@ class RecyclingPool {
     }
   }
 
-  void* allocate(std::size_t bytes) {
+  void* allocate(std::size_t bytes, std::size_t alignment = kAlignment) {
+    if (alignment > kAlignment) return ::operator new(bytes, std::align_val_t{alignment});
     const std::size_t size_class = class_of(bytes);
     if (size_class == kClasses) return ::operator new(bytes, std::align_val_t{kAlignment});
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       if (FreeBlock* block = free_[size_class]) {
         free_[size_class] = block->next;
         --cached_[size_class];
@@ -45,14 +50,18 @@ class RecyclingPool {
     return ::operator new(class_bytes(size_class), std::align_val_t{kAlignment});
   }
 
-  void deallocate(void* pointer, std::size_t bytes) noexcept {
+  void deallocate(void* pointer, std::size_t bytes, std::size_t alignment = kAlignment) noexcept {
+    if (alignment > kAlignment) {
+      ::operator delete(pointer, std::align_val_t{alignment});
+      return;
+    }
     const std::size_t size_class = class_of(bytes);
     if (size_class == kClasses) {
       ::operator delete(pointer, std::align_val_t{kAlignment});
       return;
     }
     {
-      std::lock_guard guard(mutex_);
+      MutexLock guard(mutex_);
       if (cached_[size_class] < max_cached_) {
         auto* block = ::new (pointer) FreeBlock{free_[size_class]};
         free_[size_class] = block;
@@ -63,11 +72,12 @@ class RecyclingPool {
     ::operator delete(pointer, std::align_val_t{kAlignment});
   }
 
+ static constexpr std::size_t kAlignment = alignof(std::max_align_t) > 16 ? alignof(std::max_align_t) : 16;
+
  private:
   struct FreeBlock {
     FreeBlock* next;
   };
-  static constexpr std::size_t kAlignment = alignof(std::max_align_t) > 16 ? alignof(std::max_align_t) : 16;
   static constexpr std::size_t kClasses = 6;  // 64, 128, 256, 512, 1024, 2048 bytes
   static constexpr std::size_t class_bytes(std::size_t size_class) noexcept { return std::size_t{64} << size_class; }
   static constexpr std::size_t class_of(std::size_t bytes) noexcept {
@@ -77,9 +87,9 @@ class RecyclingPool {
   }
 
   const std::size_t max_cached_;
-  std::mutex mutex_;
-  std::array<FreeBlock*, kClasses> free_{};        // guarded by mutex_
-  std::array<std::size_t, kClasses> cached_{};     // guarded by mutex_
+  Mutex mutex_;
+  std::array<FreeBlock*, kClasses> free_ XTHREAD_GUARDED_BY(mutex_){};
+  std::array<std::size_t, kClasses> cached_ XTHREAD_GUARDED_BY(mutex_){};
 };
 
 /// A standard allocator over a shared RecyclingPool (for std::promise's shared state).
@@ -92,10 +102,11 @@ class RecyclingAllocator {
   RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : pool_(other.pool_) {}  // NOLINT
 
   T* allocate(std::size_t count) {
-    static_assert(alignof(T) <= alignof(std::max_align_t) || alignof(T) <= 16, "over-aligned type");
-    return static_cast<T*>(pool_->allocate(count * sizeof(T)));
+    return static_cast<T*>(pool_->allocate(count * sizeof(T), std::max(alignof(T), RecyclingPool::kAlignment)));
   }
-  void deallocate(T* pointer, std::size_t count) noexcept { pool_->deallocate(pointer, count * sizeof(T)); }
+  void deallocate(T* pointer, std::size_t count) noexcept {
+    pool_->deallocate(pointer, count * sizeof(T), std::max(alignof(T), RecyclingPool::kAlignment));
+  }
 
   template <class U>
   bool operator==(const RecyclingAllocator<U>& other) const noexcept { return pool_ == other.pool_; }
