@@ -139,7 +139,7 @@ bool LoopCore::add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::
   return true;
 }
 
-void LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
+bool LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
   std::uint32_t phase = timer->phase.load(std::memory_order_acquire);
   for (;;) {
     if (phase == TimerState::kArmed) {
@@ -152,40 +152,40 @@ void LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
       // The run in progress finishes; the loop sees `cancelled` afterwards and drops the timer.
       if (timer->phase.compare_exchange_weak(phase, TimerState::kCancelled, std::memory_order_acq_rel,
                                              std::memory_order_acquire)) {
-        return;
+        return false;
       }
     } else {
-      return;  // already cancelled or finished
+      return false;  // already cancelled or finished
     }
   }
   // Armed → cancelled: the loop takes the timer out of its heap and destroys the callback on its
   // next iteration (woken now if parked), so a cancelled timer's memory goes at once.
   std::shared_ptr<LoopCore> core = timer->loop.lock();
-  if (!core) return;
+  if (!core) return true;
   MutexLock lock(core->mutex_);
-  if (core->closed_.load(std::memory_order_relaxed)) return;  // the closing loop disposes of every timer
+  if (core->closed_.load(std::memory_order_relaxed)) return true;  // the closing loop disposes of every timer
   timer->next_cancelled = std::move(core->cancelled_head_);
   core->cancelled_head_ = timer;
   core->nonempty_.fetch_or(kTimersBit, std::memory_order_release);
   const bool wake = core->claim_wake();
   lock.unlock();
   if (wake) futex_wake_one(core->park_word_);
+  return true;
 }
 
-void LoopCore::take_timer_changes() {
-  std::shared_ptr<TimerState> cancelled;
-  {
-    MutexLock lock(mutex_);
-    // First the step that may throw (bad_alloc): if it does, nothing has been taken yet.
-    if (adopting_.empty()) {
-      adopting_.swap(new_timers_);
-    } else {
-      adopting_.insert(adopting_.end(), new_timers_.begin(), new_timers_.end());
-      new_timers_.clear();
-    }
-    cancelled = std::move(cancelled_head_);
-    nonempty_.fetch_and(~kTimersBit, std::memory_order_relaxed);  // relaxed: under mutex_
+std::shared_ptr<TimerState> LoopCore::take_timer_changes_locked() {
+  // First the step that may throw (bad_alloc): if it does, nothing has been taken yet.
+  if (adopting_.empty()) {
+    adopting_.swap(new_timers_);
+  } else {
+    adopting_.insert(adopting_.end(), new_timers_.begin(), new_timers_.end());
+    new_timers_.clear();
   }
+  nonempty_.fetch_and(~kTimersBit, std::memory_order_relaxed);  // relaxed: under mutex_
+  return std::move(cancelled_head_);
+}
+
+void LoopCore::apply_timer_changes(std::shared_ptr<TimerState> cancelled) {
   // Cancellations: out of the heap, captures destroyed here, on the loop thread, without the lock.
   while (cancelled) {
     std::shared_ptr<TimerState> next = std::move(cancelled->next_cancelled);  // iterative: no deep recursion
@@ -193,6 +193,7 @@ void LoopCore::take_timer_changes() {
     cancelled->callback.reset();
     cancelled = std::move(next);
   }
+  if (adopting_.empty()) return;
   // Room for every timer that can be pushed back later, so a periodic re-arm never allocates.
   timer_heap_.reserve(timer_heap_.size() + adopting_.size() + timers_out_of_heap_);  // may throw: adopting_ is kept
   for (std::shared_ptr<TimerState>& timer : adopting_) {
@@ -467,7 +468,6 @@ void LoopCore::run() {
   current_loop = this;
 
   for (;;) {
-    if ((nonempty_.load(std::memory_order_acquire) & kTimersBit) != 0 || !adopting_.empty()) take_timer_changes();
     std::array<TaskList, kLevels> due{};
     std::array<std::size_t, kLevels> due_counts{};
     const bool any_due = collect_due_timers(due, due_counts);
@@ -475,8 +475,12 @@ void LoopCore::run() {
     TaskList batch;
     std::size_t count = 0;
     std::size_t level = kLevels;
+    bool timer_changes = false;
+    std::shared_ptr<TimerState> cancelled;
     {
-      // One critical section per iteration: queue due timers, take the most urgent batch.
+      // One critical section per iteration: queue due timers, take timer changes, take the most
+      // urgent batch. Taking timer changes in the same critical section as the batch means a task
+      // posted after a cancel() returned runs after that timer's captures are gone.
       MutexLock lock(mutex_);
       park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
       if (any_due) {
@@ -491,9 +495,15 @@ void LoopCore::run() {
         exit.stopped = true;
         break;
       }
+      if ((nonempty_.load(std::memory_order_relaxed) & kTimersBit) != 0) {
+        cancelled = take_timer_changes_locked();
+        timer_changes = true;
+      }
       for (std::size_t candidate = 0; candidate < kLevels; ++candidate) {
         TaskList& queue = queues_[candidate];
         if (queue.empty()) continue;
+        // Idle work waits while timers are still to be adopted: one of them may be due already.
+        if (candidate + 1 == kLevels && (timer_changes || !adopting_.empty())) break;
         level = candidate;
         if (candidate + 1 < kLevels) {
           batch = std::exchange(queue, TaskList{});
@@ -512,6 +522,20 @@ void LoopCore::run() {
           --counts_[candidate];
         }
         break;
+      }
+    }
+    if (timer_changes || !adopting_.empty()) {
+      try {
+        apply_timer_changes(std::move(cancelled));
+      } catch (...) {
+        // bad_alloc growing the heap: give the batch back untouched, then leave run() (see Exit).
+        if (level != kLevels) {
+          MutexLock lock(mutex_);
+          queues_[level].push_front_list(batch);
+          counts_[level] += count;
+          nonempty_.fetch_or(1u << level, std::memory_order_relaxed);  // relaxed: under mutex_
+        }
+        throw;
       }
     }
     if (level != kLevels) {

@@ -375,18 +375,20 @@ TEST(EventLoopHardening, AHighPriorityTimerInterruptsALongBatchOfNormalTasks) {
   EXPECT_LT(ran_at_first_tick, kTasks / 2);     // and the first tick came early in the batch
 }
 
-TEST(EventLoopHardening, ADueNormalTimerJoinsTheBackOfTheNormalQueue) {
+TEST(EventLoopHardening, ADueNormalTimerJoinsTheBackOfTheNormalQueueWhenNoticed) {
   EventLoop loop;
   std::vector<std::string> order;
   Timer timer = loop.post_after(0ns, [&] { order.push_back("timer"); });
+  // One batch [first, second]: the loop notices the due timer between them, so the timer queues
+  // behind `second` (queued earlier) and ahead of what `second` posts (queued later).
+  ASSERT_TRUE(loop.post([&] { order.push_back("first"); }));
   ASSERT_TRUE(loop.post([&] {
-    order.push_back("first");
-    // The timer is already due; tasks posted from now on queue behind it.
+    order.push_back("second");
     ASSERT_TRUE(loop.post([&] { order.push_back("posted-after"); }));
   }));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
   loop.run();
-  const std::vector<std::string> expected{"first", "timer", "posted-after"};
+  const std::vector<std::string> expected{"first", "second", "timer", "posted-after"};
   EXPECT_EQ(order, expected);
 }
 

@@ -27,9 +27,10 @@ class Timer {
   /// loop thread at the loop's next iteration (at once if the loop is parked: cancel() wakes it).
   /// Memory ordering: cancel() and the loop's start of the callback are decided by one atomic
   /// read-modify-write; whichever comes second sees the first.
-  void cancel() noexcept {
-    if (state_) detail::LoopCore::cancel_timer(state_);
-  }
+  /// Returns true when this call stopped the timer while no run was in progress (so no run is in
+  /// progress now and none will start); false when the timer had already fired (one-shot), been
+  /// cancelled or stopped, or a run was in progress (it may still be finishing).
+  bool cancel() noexcept { return state_ && detail::LoopCore::cancel_timer(state_); }
   /// False once the timer fired (one-shot), was cancelled, or its loop stopped.
   [[nodiscard]] bool active() const noexcept {
     if (!state_) return false;

@@ -119,8 +119,8 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   bool post(LoopTask* task, Priority priority) noexcept XTHREAD_EXCLUDES(mutex_);
   /// Any thread. Returns false (and marks the timer finished) when the loop is closed.
   bool add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) XTHREAD_EXCLUDES(mutex_);
-  /// Any thread (Timer::cancel). See TimerState's phase protocol.
-  static void cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept;
+  /// Any thread (Timer::cancel). See TimerState's phase protocol. True when it won armed → cancelled.
+  static bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept;
 
   void run();
   void stop() noexcept XTHREAD_EXCLUDES(mutex_);
@@ -170,7 +170,10 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
 
   /// True when the caller must futex-wake the parked loop thread after unlocking.
   [[nodiscard]] bool claim_wake() noexcept XTHREAD_REQUIRES(mutex_);
-  void take_timer_changes() XTHREAD_EXCLUDES(mutex_);
+  /// Takes the timers added and cancelled since the last call (the new ones into adopting_).
+  [[nodiscard]] std::shared_ptr<TimerState> take_timer_changes_locked() XTHREAD_REQUIRES(mutex_);
+  /// Loop thread, without the lock: cancelled timers leave the heap, adopting_ joins it.
+  void apply_timer_changes(std::shared_ptr<TimerState> cancelled);
   bool collect_due_timers(std::array<TaskList, kLevels>& due, std::array<std::size_t, kLevels>& counts);
   [[nodiscard]] bool timer_due_now() const noexcept;
   void run_tasks(TaskList batch, std::size_t count, std::size_t level) XTHREAD_EXCLUDES(mutex_);
@@ -205,7 +208,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   // Loop thread only (the thread inside run(); handed over through mutex_ between runs):
   std::vector<std::shared_ptr<TimerState>> timer_heap_;
   std::size_t timers_out_of_heap_ = 0;  // periodic timers queued or running, to be pushed back
-  std::vector<std::shared_ptr<TimerState>> adopting_;     // spare buffer for take_timer_changes
+  std::vector<std::shared_ptr<TimerState>> adopting_;     // taken from new_timers_, not yet in the heap
   // The process-wide wait-for graph of loop threads blocked in a synchronous call into another loop
   // (begin_wait / end_wait): each loop's edge, under one lock taken only by call_sync made from a loop
   // thread and by that call's completion. A loop with an edge is alive: its thread is blocked in run().
