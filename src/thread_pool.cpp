@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "xthread/detail/task_ring.hpp"
+#include "xthread/detail/thread_annotations.hpp"
+#include "xthread/detail/loop_core.hpp"  // saturating_add
 
 namespace xthread::detail {
 
@@ -37,7 +39,7 @@ class PoolCore {
       : name_(std::move(options.name)), on_error_(std::move(options.on_error)) {
     std::size_t threads = options.threads;
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     grow_locked(threads);
   }
 
@@ -46,7 +48,7 @@ class PoolCore {
   bool enqueue(PoolTask&& task) {
     bool wake = false;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (shutting_down_) return false;
       queue_.push_back(std::move(task));
       // release: a spinning worker that sees the count then takes mutex_, which orders the rest.
@@ -64,7 +66,7 @@ class PoolCore {
     if (threads == 0) throw std::invalid_argument("xthread::ThreadPool::resize: need at least one thread");
     std::vector<std::unique_ptr<Worker>> finished;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (shutting_down_) throw std::logic_error("xthread::ThreadPool::resize: the pool is shut down");
       collect_exited_locked(finished);
       if (threads > workers_.size()) {
@@ -84,34 +86,37 @@ class PoolCore {
 
   void wait_idle() {
     check_not_own_worker("wait_idle");
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     ++idle_waiters_;
-    became_idle_.wait(lock, [this] { return idle_locked(); });
+    while (!idle_locked()) became_idle_.wait(lock.native());
     --idle_waiters_;
   }
 
   bool wait_idle_for(std::chrono::nanoseconds timeout) {
     check_not_own_worker("wait_idle_for");
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     ++idle_waiters_;
-    const bool idle = became_idle_.wait_for(lock, timeout, [this] { return idle_locked(); });
+    const auto deadline = saturating_add(std::chrono::steady_clock::now(), std::max(timeout, std::chrono::nanoseconds{0}));
+    bool idle = idle_locked();
+    while (!idle && became_idle_.wait_until(lock.native(), deadline) != std::cv_status::timeout) idle = idle_locked();
+    idle = idle_locked();
     --idle_waiters_;
     return idle;
   }
 
   void pause() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     paused_ = true;
   }
 
   void resume() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     paused_ = false;
     if (!queue_.empty()) work_available_.notify_all();
   }
 
   ThreadPool::Stats stats() const {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     ThreadPool::Stats stats;
     stats.workers = workers_.size();
     stats.idle = workers_.size() > busy_live_ ? workers_.size() - busy_live_ : 0;
@@ -122,11 +127,11 @@ class PoolCore {
 
   std::size_t shutdown(Shutdown mode) {
     check_not_own_worker("shutdown");
-    std::lock_guard serial(shutdown_mutex_);
+    MutexLock serial(shutdown_mutex_);
     TaskRing<PoolTask> dropped;
     std::vector<std::unique_ptr<Worker>> to_join;
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       if (shutting_down_ && workers_.empty() && retired_.empty()) return 0;
       shutting_down_ = true;
       paused_ = false;
@@ -148,7 +153,7 @@ class PoolCore {
     for (auto& worker : to_join) worker->thread.join();
     {
       // Tasks that were queued by running tasks after the drain finished can't run any more.
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       queue_.clear();
       queued_.store(0, std::memory_order_relaxed);
       became_idle_.notify_all();
@@ -169,9 +174,9 @@ class PoolCore {
     }
   }
 
-  bool idle_locked() const { return busy_ == 0 && (queue_.empty() || paused_ || workers_.empty()); }
+  bool idle_locked() const XTHREAD_REQUIRES(mutex_) { return busy_ == 0 && (queue_.empty() || paused_ || workers_.empty()); }
 
-  void grow_locked(std::size_t threads) {
+  void grow_locked(std::size_t threads) XTHREAD_REQUIRES(mutex_) {
     while (workers_.size() < threads) {
       auto worker = std::make_unique<Worker>();
       Worker* self = worker.get();
@@ -182,7 +187,7 @@ class PoolCore {
     live_workers_.store(workers_.size(), std::memory_order_relaxed);
   }
 
-  void collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finished) {
+  void collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finished) XTHREAD_REQUIRES(mutex_) {
     for (auto it = retired_.begin(); it != retired_.end();) {
       if ((*it)->exited) {
         finished.push_back(std::move(*it));
@@ -217,14 +222,14 @@ class PoolCore {
   // woken and on its way). A polling worker will take the new task within microseconds, and every
   // futex wake costs the producer a system call; busy workers don't count, since a long task must
   // not delay the next one when a sleeper could take it.
-  bool should_wake_locked() const { return searching_ == 0 && wakes_in_flight_ == 0 && sleeping_ > 0; }
+  bool should_wake_locked() const XTHREAD_REQUIRES(mutex_) { return searching_ == 0 && wakes_in_flight_ == 0 && sleeping_ > 0; }
 
   void worker_main(Worker* self, std::size_t index) {
     current_pool = this;
     name_thread(index);
     std::vector<PoolTask> batch;
     batch.reserve(kMaxBatch);
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     for (;;) {
       bool spun = false;
       for (;;) {
@@ -246,7 +251,7 @@ class PoolCore {
           continue;
         }
         ++sleeping_;
-        work_available_.wait(lock);
+        work_available_.wait(lock.native());
         --sleeping_;
         if (wakes_in_flight_ > 0) --wakes_in_flight_;
         spun = false;
@@ -295,7 +300,7 @@ class PoolCore {
     }
   }
 
-  void exit_locked(Worker* self) {
+  void exit_locked(Worker* self) XTHREAD_REQUIRES(mutex_) {
     self->exited = true;
     // If a wake was meant for us, pass it on.
     if (!queue_.empty() && sleeping_ > 0) work_available_.notify_one();
@@ -305,25 +310,25 @@ class PoolCore {
   const std::string name_;
   const std::function<void(std::exception_ptr)> on_error_;
 
-  mutable std::mutex mutex_;
+  mutable Mutex mutex_;
   std::condition_variable work_available_;
   std::condition_variable became_idle_;
-  TaskRing<PoolTask> queue_;                        // guarded by mutex_
-  std::vector<std::unique_ptr<Worker>> workers_;    // guarded by mutex_
-  std::vector<std::unique_ptr<Worker>> retired_;    // guarded by mutex_; exit after their task
-  std::size_t next_index_ = 0;                      // guarded by mutex_
-  std::size_t sleeping_ = 0;                        // guarded by mutex_
-  std::size_t wakes_in_flight_ = 0;                 // guarded by mutex_; notified, not yet running
-  std::size_t searching_ = 0;                       // guarded by mutex_; workers polling for work
-  std::size_t busy_ = 0;                            // guarded by mutex_; workers running a batch
-  std::size_t busy_live_ = 0;                       // guarded by mutex_; of those, not retiring
-  std::size_t idle_waiters_ = 0;                    // guarded by mutex_
-  bool paused_ = false;                             // guarded by mutex_
-  bool shutting_down_ = false;                      // guarded by mutex_
+  TaskRing<PoolTask> queue_ XTHREAD_GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<Worker>> workers_ XTHREAD_GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<Worker>> retired_ XTHREAD_GUARDED_BY(mutex_);  // exit after their task
+  std::size_t next_index_ XTHREAD_GUARDED_BY(mutex_) = 0;
+  std::size_t sleeping_ XTHREAD_GUARDED_BY(mutex_) = 0;
+  std::size_t wakes_in_flight_ XTHREAD_GUARDED_BY(mutex_) = 0;  // notified, not yet running
+  std::size_t searching_ XTHREAD_GUARDED_BY(mutex_) = 0;        // workers polling for work
+  std::size_t busy_ XTHREAD_GUARDED_BY(mutex_) = 0;             // workers running a batch
+  std::size_t busy_live_ XTHREAD_GUARDED_BY(mutex_) = 0;        // of those, not retiring
+  std::size_t idle_waiters_ XTHREAD_GUARDED_BY(mutex_) = 0;
+  bool paused_ XTHREAD_GUARDED_BY(mutex_) = false;
+  bool shutting_down_ XTHREAD_GUARDED_BY(mutex_) = false;
   std::atomic<std::size_t> queued_{0};              // mirror of queue_.size() for spinning workers
   std::atomic<std::size_t> live_workers_{0};        // mirror of workers_.size()
   std::atomic<std::uint64_t> completed_{0};
-  std::mutex shutdown_mutex_;                       // serializes shutdown() calls
+  Mutex shutdown_mutex_;                            // serializes shutdown() calls
 };
 
 }  // namespace xthread::detail

@@ -234,3 +234,10 @@ TEST(ThreadPool, DestructorDrainsAndJoins) {
   }
   EXPECT_EQ(ran.load(), 100);
 }
+
+TEST(ThreadPoolHardening, AClosedErrorThrownByATaskArrivesAsNestedClosedError) {
+  // ClosedError from submit() means only "the pool dropped the task"; this task ran.
+  xthread::ThreadPool pool{1};
+  std::future<int> result = pool.submit([]() -> int { throw xthread::ClosedError("a call the task made"); });
+  EXPECT_THROW(result.get(), xthread::NestedClosedError);
+}

@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "xthread/closed_error.hpp"
+#include "xthread/errors.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/unique_function.hpp"
 
@@ -57,7 +57,7 @@ class PromisedTask {
         promise_.set_value(callable_());
       }
     } catch (...) {
-      promise_.set_exception(std::current_exception());
+      promise_.set_exception(callee_exception());  // a ClosedError from inside becomes NestedClosedError
     }
   }
 
