@@ -455,7 +455,7 @@ TEST(EventLoopHardening, ACancelCallFromAnotherThreadNeverLosesToTheLoopsStart) 
   EXPECT_EQ(fired.load(), 0);
 }
 
-TEST(EventLoopHardening, RunningOnIsPossibleAfterALongPeriodicTimerIsCancelledFromItsOwnCallback) {
+TEST(EventLoopHardening, ACancelFromItsOwnCallbackStopsAPeriodicTimerAtOnce) {
   EventLoop loop;
   int runs = 0;
   Timer timer;

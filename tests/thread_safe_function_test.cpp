@@ -356,7 +356,8 @@ TEST(ThreadSafeFunction, ManyThreadsCallConcurrently) {
 TEST(ThreadSafeFunctionHardening, BlockedProducersOnABoundedQueueWakeWithClosedErrorOnAbort) {
   // Break 1: a producer blocked in enter() used to re-lock the gate's mutex inside it and hang, and
   // then hang the loop thread too.
-  for (std::size_t max_queue = 1; max_queue <= 4; ++max_queue) {
+  for (std::size_t round = 0; round < 20; ++round) {
+    const std::size_t max_queue = 1 + round % 4;
     LoopThread worker{"tsfn-bounded"};
     ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }, {.max_queue = max_queue}};
     LoopBlocker blocker(worker.loop());
@@ -384,9 +385,9 @@ TEST(ThreadSafeFunctionHardening, BlockedProducersOnABoundedQueueWakeWithClosedE
     // Wait until all eight are asleep on the full queue (nothing can signal that).
     ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("tsfn-producer"); }));
     f.abort();
+    blocker.release();  // the queued calls drain while the producers wake: the old self-deadlock
     for (auto& producer : producers) producer.join();
     EXPECT_EQ(closed.load(), 8);
-    blocker.release();
     for (auto& future : queued) EXPECT_THROW(future.get(), ClosedError);
     // The loop keeps running.
     std::promise<int> alive;
@@ -542,36 +543,45 @@ TEST(ThreadSafeFunctionHardening, AThreeLoopSyncCycleIsDetectedToo) {
 }
 
 namespace {
+std::atomic<int> misaligned_constructions{0};
+/// Checks its own alignment wherever it is constructed — in the queued call's pool memory included.
 struct alignas(64) Overaligned {
   unsigned char bytes[64]{};
   int value = 0;
+  static void check(const void* self) {
+    const void* volatile address = self;  // keep the compiler from folding the test for an alignas(64) type
+    if (reinterpret_cast<std::uintptr_t>(static_cast<const void*>(address)) % 64 != 0) misaligned_constructions.fetch_add(1);
+  }
+  Overaligned() { check(this); }
+  Overaligned(const Overaligned& other) : value(other.value) { check(this); }
+  Overaligned(Overaligned&& other) noexcept : value(other.value) { check(this); }
+  Overaligned& operator=(const Overaligned&) = default;
 };
 }  // namespace
 
 TEST(ThreadSafeFunctionHardening, OveralignedArgumentsAndResultsAreProperlyAligned) {
-  // Break 6: placement-new into 16-byte-aligned pool memory (UBSan: misaligned address).
+  // Break 6: placement-new into 16-byte-aligned pool memory (UBSan: misaligned address); an
+  // over-aligned result did not even compile.
   LoopThread worker;
-  std::atomic<bool> misaligned{false};
-  ThreadSafeFunction<Overaligned(Overaligned)> f{worker.loop(), [&](Overaligned in) {
-                                                   if (reinterpret_cast<std::uintptr_t>(&in) % 64 != 0) misaligned = true;
+  ThreadSafeFunction<Overaligned(Overaligned)> f{worker.loop(), [](Overaligned in) {
                                                    Overaligned out;
                                                    out.value = in.value + 1;
                                                    return out;
                                                  }};
   std::vector<std::future<Overaligned>> futures;
-  for (int i = 0; i < 64; ++i) {
-    Overaligned argument;
-    argument.value = i;
-    futures.push_back(f.call(argument));
+  {
+    LoopBlocker blocker(worker.loop());  // all calls in flight at once: distinct pool blocks
+    for (int i = 0; i < 64; ++i) {
+      Overaligned argument;
+      argument.value = i;
+      futures.push_back(f.call(argument));
+    }
   }
-  for (int i = 0; i < 64; ++i) {
-    Overaligned result = futures[i].get();
-    EXPECT_EQ(result.value, i + 1);
-  }
+  for (int i = 0; i < 64; ++i) EXPECT_EQ(futures[i].get().value, i + 1);
   Overaligned argument;
   argument.value = 41;
   EXPECT_EQ(f.call_sync(argument).value, 42);
-  EXPECT_FALSE(misaligned.load());
+  EXPECT_EQ(misaligned_constructions.load(), 0);
 }
 
 TEST(ThreadSafeFunctionHardening, TheFinalizerRunsOnTheLoopThreadOrOnTheClosingThreadWhenTheLoopIsGone) {

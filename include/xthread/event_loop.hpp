@@ -102,7 +102,7 @@ class EventLoop {
     std::uint64_t tasks_run = 0;  ///< tasks and timer callbacks run so far
     std::uint64_t wakeups = 0;    ///< times a producer had to wake the parked loop thread
     std::uint64_t parks = 0;      ///< times the loop thread went to sleep in the kernel
-    std::size_t pending = 0;      ///< tasks queued now, idle ones included, timers excluded
+    std::size_t pending = 0;      ///< tasks queued now (idle ones and due timers waiting in a queue included; timers not yet due excluded)
   };
 
   EventLoop() : EventLoop(Options{}) {}
