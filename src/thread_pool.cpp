@@ -2,23 +2,26 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdio>
-#include <mutex>
+#include <memory>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "xthread/detail/futex.hpp"
+#include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/task_ring.hpp"
 #include "xthread/detail/thread_annotations.hpp"
-#include "xthread/detail/loop_core.hpp"  // saturating_add
 
 namespace xthread::detail {
 
 namespace {
-constexpr std::size_t kMaxBatch = 16;
-constexpr std::chrono::nanoseconds kWorkerSpin{std::chrono::microseconds{10}};
-constexpr std::chrono::nanoseconds kBatchWindow{std::chrono::microseconds{1}};
+/// How long a worker that ran out of work polls before it sleeps in the kernel.
+constexpr std::chrono::nanoseconds kWorkerSpin{std::chrono::microseconds{20}};
+constexpr std::size_t kMaxShards = 64;
 
 void print_error(const char* where, const std::exception_ptr& error) noexcept {
   try {
@@ -31,141 +34,181 @@ void print_error(const char* where, const std::exception_ptr& error) noexcept {
 }
 
 thread_local const PoolCore* current_pool = nullptr;
+thread_local std::size_t current_home = 0;       // the current worker's shard (valid with current_pool)
+thread_local std::size_t producer_cursor = 0;    // where an outside producer posts next
 }  // namespace
 
+/// The engine behind ThreadPool; see docs/thread-pool.md for the design.
+///
+/// Locks: each Shard's mutex guards its queue (taken per post and per claim: one task per lock);
+/// mutex_ guards the worker lists and idle waiting (never taken on the per-task path); shutdown_mutex_
+/// serializes shutdown(). Order: shutdown_mutex_ → mutex_; a shard mutex is never held with another.
 class PoolCore {
  public:
   explicit PoolCore(ThreadPool::Options options)
-      : name_(std::move(options.name)), on_error_(std::move(options.on_error)) {
+      : name_(std::move(options.name)),
+        on_error_(std::move(options.on_error)),
+        on_thread_start_(std::move(options.on_thread_start)),
+        on_thread_stop_(std::move(options.on_thread_stop)) {
     std::size_t threads = options.threads;
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-    MutexLock lock(mutex_);
-    grow_locked(threads);
+    shard_count_ = std::min(threads, kMaxShards);
+    shards_ = std::make_unique<Shard[]>(shard_count_);
+    try {
+      MutexLock lock(mutex_);
+      grow_locked(threads);
+    } catch (...) {
+      shutdown(Shutdown::drain);  // nothing queued yet: stops and joins the workers already started
+      throw;
+    }
   }
 
   ~PoolCore() { shutdown(Shutdown::drain); }
 
   bool enqueue(PoolTask&& task) {
-    bool wake = false;
+    Shard& shard = shards_[pick_shard()];
     {
-      MutexLock lock(mutex_);
-      if (shutting_down_) return false;
-      queue_.push_back(std::move(task));
-      // release: a spinning worker that sees the count then takes mutex_, which orders the rest.
-      queued_.store(queue_.size(), std::memory_order_release);
-      wake = !paused_ && should_wake_locked();
-      if (wake) ++wakes_in_flight_;
+      MutexLock lock(shard.mutex);
+      // relaxed: shutdown() stores closing_ and then takes every shard's mutex, so from then on every
+      // post sees it here; a post that took the mutex earlier is queued before shutdown looks.
+      if (closing_.load(std::memory_order_relaxed)) return false;
+      shard.tasks.push_back(std::move(task));  // may throw bad_alloc: nothing changed then
+      // seq_cst: the store half of the Dekker pair with a worker registering as a sleeper (see sleep()).
+      shard.size.fetch_add(1, std::memory_order_seq_cst);
     }
-    if (wake) work_available_.notify_one();
+    wake_one_if_sleeping();
     return true;
   }
 
   std::size_t worker_count() const noexcept { return live_workers_.load(std::memory_order_relaxed); }
+  bool in_worker_thread() const noexcept { return current_pool == this; }
 
   void resize(std::size_t threads) {
     if (threads == 0) throw std::invalid_argument("xthread::ThreadPool::resize: need at least one thread");
     std::vector<std::unique_ptr<Worker>> finished;
     {
       MutexLock lock(mutex_);
-      if (shutting_down_) throw std::logic_error("xthread::ThreadPool::resize: the pool is shut down");
+      if (closing_.load(std::memory_order_relaxed)) throw std::logic_error("xthread::ThreadPool::resize: the pool is shut down");
       collect_exited_locked(finished);
       if (threads > workers_.size()) {
         grow_locked(threads);
-      } else {
+      } else if (threads < workers_.size()) {
         while (workers_.size() > threads) {
-          workers_.back()->retire.store(true, std::memory_order_relaxed);
+          // release: the worker's acquire load sees the flag between two tasks; it holds no queued
+          // task, so retiring loses nothing.
+          workers_.back()->retire.store(true, std::memory_order_release);
           retired_.push_back(std::move(workers_.back()));
           workers_.pop_back();
         }
         live_workers_.store(workers_.size(), std::memory_order_relaxed);
-        work_available_.notify_all();  // sleeping retirees must wake to exit
       }
     }
+    wake_all();  // sleeping retirees wake to exit
     for (auto& worker : finished) worker->thread.join();
   }
 
   void wait_idle() {
     check_not_own_worker("wait_idle");
-    MutexLock lock(mutex_);
-    ++idle_waiters_;
-    while (!idle_locked()) became_idle_.wait(lock.native());
-    --idle_waiters_;
+    (void)wait_idle_until(SteadyClock::time_point::max());
   }
 
   bool wait_idle_for(std::chrono::nanoseconds timeout) {
     check_not_own_worker("wait_idle_for");
-    MutexLock lock(mutex_);
-    ++idle_waiters_;
-    const auto deadline = saturating_add(std::chrono::steady_clock::now(), std::max(timeout, std::chrono::nanoseconds{0}));
-    bool idle = idle_locked();
-    while (!idle && became_idle_.wait_until(lock.native(), deadline) != std::cv_status::timeout) idle = idle_locked();
-    idle = idle_locked();
-    --idle_waiters_;
-    return idle;
+    return wait_idle_until(saturating_add(SteadyClock::now(), std::max(timeout, std::chrono::nanoseconds{0})));
   }
 
   void pause() {
-    MutexLock lock(mutex_);
-    paused_ = true;
+    // seq_cst store, then a barrier through every shard lock: a claim that takes a shard lock after
+    // the barrier sees paused_; a claim that held it before has already taken its task (started).
+    paused_.store(true, std::memory_order_seq_cst);
+    lock_every_shard_once();
+    notify_idle_waiters();  // a paused pool is idle once running tasks finish
   }
 
   void resume() {
-    MutexLock lock(mutex_);
-    paused_ = false;
-    if (!queue_.empty()) work_available_.notify_all();
+    paused_.store(false, std::memory_order_seq_cst);
+    wake_all();
   }
 
   ThreadPool::Stats stats() const {
-    MutexLock lock(mutex_);
     ThreadPool::Stats stats;
+    MutexLock lock(mutex_);
     stats.workers = workers_.size();
-    stats.idle = workers_.size() > busy_live_ ? workers_.size() - busy_live_ : 0;
-    stats.pending = queue_.size();
-    stats.completed = completed_.load(std::memory_order_relaxed);
+    std::size_t busy = 0;
+    std::uint64_t completed = completed_by_exited_;
+    for (const auto& worker : workers_) {
+      if (worker->busy.load(std::memory_order_relaxed)) ++busy;
+      completed += worker->completed.load(std::memory_order_relaxed);
+    }
+    for (const auto& worker : retired_) completed += worker->completed.load(std::memory_order_relaxed);
+    stats.idle = workers_.size() - std::min(busy, workers_.size());
+    stats.pending = pending();
+    stats.completed = completed;
     return stats;
   }
 
   std::size_t shutdown(Shutdown mode) {
     check_not_own_worker("shutdown");
     MutexLock serial(shutdown_mutex_);
-    TaskRing<PoolTask> dropped;
     std::vector<std::unique_ptr<Worker>> to_join;
     {
       MutexLock lock(mutex_);
-      if (shutting_down_ && workers_.empty() && retired_.empty()) return 0;
-      shutting_down_ = true;
-      paused_ = false;
-      if (mode == Shutdown::drop) {
-        dropped = std::move(queue_);
-        queue_ = TaskRing<PoolTask>{};
-        queued_.store(0, std::memory_order_relaxed);
-      }
+      if (closing_.load(std::memory_order_relaxed) && workers_.empty() && retired_.empty()) return 0;
+      closing_.store(true, std::memory_order_seq_cst);
+      if (mode == Shutdown::drop) dropping_.store(true, std::memory_order_seq_cst);
+      paused_.store(false, std::memory_order_seq_cst);  // drain runs everything, paused or not
       for (auto& worker : workers_) to_join.push_back(std::move(worker));
       for (auto& worker : retired_) to_join.push_back(std::move(worker));
       workers_.clear();
       retired_.clear();
       live_workers_.store(0, std::memory_order_relaxed);
-      work_available_.notify_all();
-      became_idle_.notify_all();
     }
-    const std::size_t count = dropped.size();
-    dropped.clear();  // outside the lock: destroying a submitted task completes its future
-    for (auto& worker : to_join) worker->thread.join();
+    // After this barrier no post succeeds and (drop) no claim succeeds: the queues only shrink.
+    lock_every_shard_once();
+    std::size_t dropped = 0;
+    if (mode == Shutdown::drop) {
+      for (std::size_t i = 0; i < shard_count_; ++i) {
+        TaskRing<PoolTask> taken;
+        {
+          MutexLock lock(shards_[i].mutex);
+          taken = std::move(shards_[i].tasks);
+          shards_[i].tasks = TaskRing<PoolTask>{};
+          shards_[i].size.store(0, std::memory_order_seq_cst);
+        }
+        dropped += taken.size();
+        taken.clear();  // outside the lock: destroying a submitted task completes its future
+      }
+    }
+    stopping_.store(true, std::memory_order_seq_cst);
+    wake_all();
+    std::uint64_t completed = 0;
+    for (auto& worker : to_join) {
+      worker->thread.join();
+      completed += worker->completed.load(std::memory_order_relaxed);
+    }
     {
-      // Tasks that were queued by running tasks after the drain finished can't run any more.
       MutexLock lock(mutex_);
-      queue_.clear();
-      queued_.store(0, std::memory_order_relaxed);
+      completed_by_exited_ += completed;
       became_idle_.notify_all();
     }
-    return count;
+    return dropped;
   }
 
  private:
-  struct Worker {
+  struct alignas(64) Shard {
+    Mutex mutex;
+    TaskRing<PoolTask> tasks XTHREAD_GUARDED_BY(mutex);
+    std::atomic<std::size_t> size{0};  // mirror of tasks.size(), written under mutex, read without it
+  };
+
+  struct alignas(64) Worker {
     std::thread thread;
-    std::atomic<bool> retire{false};  // set under mutex_, read by the worker between tasks
-    bool exited = false;              // guarded by mutex_
+    std::size_t index = 0;
+    std::size_t home = 0;                       // its own shard
+    std::atomic<bool> retire{false};            // set by resize(), read by the worker between tasks
+    std::atomic<bool> busy{false};              // taking or running tasks (see wait_idle_until)
+    std::atomic<std::uint64_t> completed{0};    // written by the worker only
+    std::atomic<bool> exited{false};            // set by the worker as its last action
   };
 
   void check_not_own_worker(const char* what) const {
@@ -174,22 +217,174 @@ class PoolCore {
     }
   }
 
-  bool idle_locked() const XTHREAD_REQUIRES(mutex_) { return busy_ == 0 && (queue_.empty() || paused_ || workers_.empty()); }
+  std::size_t pick_shard() noexcept {
+    if (current_pool == this) return current_home;  // a task's own follow-up work stays local
+    return producer_cursor++ % shard_count_;
+  }
+
+  std::size_t pending() const noexcept {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) total += shards_[i].size.load(std::memory_order_seq_cst);
+    return total;
+  }
+
+  /// True when a claim could succeed now.
+  bool claimable() const noexcept {
+    // seq_cst: the load half of the Dekker pairs in sleep() and wait_idle_until().
+    if (paused_.load(std::memory_order_seq_cst) || dropping_.load(std::memory_order_seq_cst)) return false;
+    return pending() != 0;
+  }
+
+  void lock_every_shard_once() {
+    for (std::size_t i = 0; i < shard_count_; ++i) {
+      MutexLock lock(shards_[i].mutex);
+    }
+  }
+
+  /// Takes one task: from the worker's own shard, else the oldest of another. Marks the worker busy
+  /// first, so wait_idle never sees the task neither queued nor running.
+  bool claim(Worker& self, PoolTask& task) {
+    if (!self.busy.load(std::memory_order_relaxed)) self.busy.store(true, std::memory_order_seq_cst);
+    for (std::size_t offset = 0; offset < shard_count_; ++offset) {
+      Shard& shard = shards_[(self.home + offset) % shard_count_];
+      if (shard.size.load(std::memory_order_relaxed) == 0) continue;  // relaxed: a hint; the lock decides
+      MutexLock lock(shard.mutex);
+      // relaxed: pause()/shutdown() store these, then pass through this mutex (see pause()).
+      if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
+      if (shard.tasks.empty()) continue;
+      task = shard.tasks.pop_front();
+      shard.size.fetch_sub(1, std::memory_order_relaxed);  // relaxed: under the shard's mutex
+      return true;
+    }
+    return false;
+  }
+
+  void mark_idle(Worker& self) noexcept {
+    if (!self.busy.load(std::memory_order_relaxed)) return;
+    // seq_cst: the store half of the Dekker pair with wait_idle_until's registration.
+    self.busy.store(false, std::memory_order_seq_cst);
+    if (idle_waiters_.load(std::memory_order_seq_cst) != 0) notify_idle_waiters();
+  }
+
+  void notify_idle_waiters() {
+    MutexLock lock(mutex_);
+    became_idle_.notify_all();
+  }
+
+  /// Wakes one sleeping worker when there is one and no wake is already on its way. A wake "on its
+  /// way" (waking_) is consumed by the first worker to leave or enter the sleep path, which then
+  /// searches every queue — so skipping the wake here never strands a task.
+  void wake_one_if_sleeping() noexcept {
+    // seq_cst: the load half of the Dekker pair in sleep(); relaxed pre-check avoids a locked RMW.
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    if (waking_.load(std::memory_order_relaxed) || waking_.exchange(true, std::memory_order_seq_cst)) return;
+    wake_epoch_.fetch_add(1, std::memory_order_release);  // release: a woken worker re-reads the queues anyway
+    futex_wake_one(wake_epoch_);
+  }
+
+  void wake_all() noexcept {
+    wake_epoch_.fetch_add(1, std::memory_order_release);
+    futex_wake_all(wake_epoch_);
+  }
+
+  /// Sleeps until woken (or a spurious wake-up); returns at once when work or a state change is
+  /// visible after registering as a sleeper.
+  void sleep(Worker& self) {
+    const std::uint32_t epoch = wake_epoch_.load(std::memory_order_acquire);
+    // seq_cst: registering, then reading the queues, pairs with a producer's push-then-read-sleepers.
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const bool pending_wake = waking_.exchange(false, std::memory_order_seq_cst);
+    if (!pending_wake && !claimable() && !should_exit(self)) futex_wait(wake_epoch_, epoch);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    waking_.store(false, std::memory_order_relaxed);  // relaxed: whoever wakes searches every queue next
+  }
+
+  bool should_exit(const Worker& self) const noexcept {
+    if (self.retire.load(std::memory_order_acquire)) return true;
+    return stopping_.load(std::memory_order_acquire) && !claimable();
+  }
+
+  void worker_main(Worker* self) {
+    current_pool = this;
+    current_home = self->home;
+    name_thread(self->index);
+    run_hook(on_thread_start_, self->index, "ThreadPool on_thread_start");
+    PoolTask task;
+    for (;;) {
+      if (self->retire.load(std::memory_order_acquire)) break;
+      if (claim(*self, task)) {
+        // Fan out: more work queued and somebody asleep → recruit one more worker (it recruits the
+        // next), so a burst spreads while a trickle keeps one worker awake.
+        if (pending() != 0) wake_one_if_sleeping();
+        try {
+          task();
+        } catch (...) {
+          report_error(std::current_exception());
+        }
+        task.reset();  // destroy captures now
+        // relaxed: a statistic with a single writer.
+        self->completed.store(self->completed.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        continue;
+      }
+      mark_idle(*self);
+      if (should_exit(*self)) break;
+      // Work often arrives within microseconds: poll before sleeping.
+      if (spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin)) continue;
+      sleep(*self);
+    }
+    mark_idle(*self);
+    run_hook(on_thread_stop_, self->index, "ThreadPool on_thread_stop");
+    current_pool = nullptr;
+    self->exited.store(true, std::memory_order_release);
+    notify_idle_waiters();  // a retired worker no longer counts as running
+  }
+
+  bool wait_idle_until(SteadyClock::time_point deadline) {
+    // seq_cst: registering, then reading busy flags and queues, pairs with mark_idle's
+    // busy-store-then-read-waiters: a worker that goes idle after our check sees us and notifies.
+    idle_waiters_.fetch_add(1, std::memory_order_seq_cst);
+    MutexLock lock(mutex_);
+    bool idle = idle_locked();
+    while (!idle) {
+      if (deadline == SteadyClock::time_point::max()) {
+        became_idle_.wait(lock.native());
+      } else if (became_idle_.wait_until(lock.native(), deadline) == std::cv_status::timeout) {
+        idle = idle_locked();
+        break;
+      }
+      idle = idle_locked();
+    }
+    idle_waiters_.fetch_sub(1, std::memory_order_relaxed);
+    return idle;
+  }
+
+  bool idle_locked() const XTHREAD_REQUIRES(mutex_) {
+    for (const auto& worker : workers_) {
+      if (worker->busy.load(std::memory_order_seq_cst)) return false;
+    }
+    for (const auto& worker : retired_) {
+      if (!worker->exited.load(std::memory_order_acquire) && worker->busy.load(std::memory_order_seq_cst)) return false;
+    }
+    return workers_.empty() || paused_.load(std::memory_order_seq_cst) || pending() == 0;
+  }
 
   void grow_locked(std::size_t threads) XTHREAD_REQUIRES(mutex_) {
     while (workers_.size() < threads) {
       auto worker = std::make_unique<Worker>();
+      worker->index = next_index_;
+      worker->home = next_index_ % shard_count_;
       Worker* self = worker.get();
-      const std::size_t index = next_index_++;
-      worker->thread = std::thread([this, self, index] { worker_main(self, index); });
+      worker->thread = std::thread([this, self] { worker_main(self); });  // may throw std::system_error
+      ++next_index_;
       workers_.push_back(std::move(worker));
+      live_workers_.store(workers_.size(), std::memory_order_relaxed);
     }
-    live_workers_.store(workers_.size(), std::memory_order_relaxed);
   }
 
   void collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finished) XTHREAD_REQUIRES(mutex_) {
     for (auto it = retired_.begin(); it != retired_.end();) {
-      if ((*it)->exited) {
+      if ((*it)->exited.load(std::memory_order_acquire)) {
+        completed_by_exited_ += (*it)->completed.load(std::memory_order_relaxed);
         finished.push_back(std::move(*it));
         it = retired_.erase(it);
       } else {
@@ -210,125 +405,51 @@ class PoolCore {
     }
   }
 
+  void run_hook(const std::function<void(std::size_t)>& hook, std::size_t index, const char* what) noexcept {
+    if (!hook) return;
+    try {
+      hook(index);
+    } catch (...) {
+      if (on_error_) {
+        report_error(std::current_exception());
+      } else {
+        print_error(what, std::current_exception());
+      }
+    }
+  }
+
   void name_thread(std::size_t index) const {
     std::string name = name_ + "-" + std::to_string(index);
     if (name.size() > 15) name.resize(15);
     pthread_setname_np(pthread_self(), name.c_str());
   }
 
-  bool is_live(const Worker* self) const { return !self->retire.load(std::memory_order_relaxed); }
-
-  // Wake policy: a sleeper is woken only when no worker is already looking for work (polling, or
-  // woken and on its way). A polling worker will take the new task within microseconds, and every
-  // futex wake costs the producer a system call; busy workers don't count, since a long task must
-  // not delay the next one when a sleeper could take it.
-  bool should_wake_locked() const XTHREAD_REQUIRES(mutex_) { return searching_ == 0 && wakes_in_flight_ == 0 && sleeping_ > 0; }
-
-  void worker_main(Worker* self, std::size_t index) {
-    current_pool = this;
-    name_thread(index);
-    std::vector<PoolTask> batch;
-    batch.reserve(kMaxBatch);
-    MutexLock lock(mutex_);
-    for (;;) {
-      bool spun = false;
-      for (;;) {
-        if (!is_live(self)) return exit_locked(self);
-        if (!paused_ && !queue_.empty()) break;
-        if (shutting_down_ && (queue_.empty() || paused_)) return exit_locked(self);
-        if (!spun && !paused_) {
-          // Work often arrives within microseconds of the last task: poll before sleeping.
-          spun = true;
-          ++searching_;
-          lock.unlock();
-          if (spin_until([this] { return queued_.load(std::memory_order_acquire) != 0; }, kWorkerSpin)) {
-            // Work is arriving while the producer holds a hot lock: give it a moment to queue a
-            // batch, so we take many tasks per lock hand-over instead of one each.
-            spin_until([this] { return queued_.load(std::memory_order_acquire) >= kMaxBatch; }, kBatchWindow);
-          }
-          lock.lock();
-          --searching_;
-          continue;
-        }
-        ++sleeping_;
-        work_available_.wait(lock.native());
-        --sleeping_;
-        if (wakes_in_flight_ > 0) --wakes_in_flight_;
-        spun = false;
-      }
-      // Take a fair share, so one worker doesn't hoard a burst while the others sleep.
-      const std::size_t share = queue_.size() / std::max<std::size_t>(1, workers_.size());
-      const std::size_t take = std::min(kMaxBatch, std::max<std::size_t>(1, share));
-      for (std::size_t i = 0; i < take; ++i) batch.push_back(queue_.pop_front());
-      queued_.store(queue_.size(), std::memory_order_relaxed);
-      // More work left: recruit one more worker (it will recruit the next), so a burst fans out
-      // while a trickle keeps a single worker awake.
-      if (!queue_.empty() && should_wake_locked()) {
-        ++wakes_in_flight_;
-        work_available_.notify_one();
-      }
-      ++busy_;
-      const bool counted_live = is_live(self);
-      if (counted_live) ++busy_live_;
-      lock.unlock();
-
-      std::size_t ran = 0;
-      for (; ran < batch.size(); ++ran) {
-        try {
-          batch[ran]();
-        } catch (...) {
-          report_error(std::current_exception());
-        }
-        batch[ran].reset();  // destroy captures now, not after the whole batch
-        if (!is_live(self) && ran + 1 < batch.size()) {
-          ++ran;
-          break;
-        }
-      }
-      completed_.fetch_add(ran, std::memory_order_relaxed);  // relaxed: a statistic
-
-      lock.lock();
-      for (std::size_t i = batch.size(); i > ran; --i) queue_.push_front(std::move(batch[i - 1]));
-      if (batch.size() > ran) {
-        queued_.store(queue_.size(), std::memory_order_relaxed);
-        work_available_.notify_one();
-      }
-      batch.clear();
-      --busy_;
-      if (counted_live) --busy_live_;
-      if (idle_waiters_ > 0 && idle_locked()) became_idle_.notify_all();
-    }
-  }
-
-  void exit_locked(Worker* self) XTHREAD_REQUIRES(mutex_) {
-    self->exited = true;
-    // If a wake was meant for us, pass it on.
-    if (!queue_.empty() && sleeping_ > 0) work_available_.notify_one();
-    if (idle_waiters_ > 0 && idle_locked()) became_idle_.notify_all();
-  }
-
   const std::string name_;
   const std::function<void(std::exception_ptr)> on_error_;
+  const std::function<void(std::size_t)> on_thread_start_;
+  const std::function<void(std::size_t)> on_thread_stop_;
+  std::size_t shard_count_ = 1;
+  std::unique_ptr<Shard[]> shards_;
 
+  // Per-task path: atomics only.
+  std::atomic<bool> paused_{false};
+  std::atomic<bool> closing_{false};    // no new posts (shutdown started)
+  std::atomic<bool> dropping_{false};   // no new claims (Shutdown::drop)
+  std::atomic<bool> stopping_{false};   // workers exit once nothing is claimable
+  alignas(64) std::atomic<std::uint32_t> sleepers_{0};
+  std::atomic<bool> waking_{false};
+  std::atomic<std::uint32_t> wake_epoch_{0};  // futex word sleeping workers wait on
+  alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
+  std::atomic<std::size_t> live_workers_{0};  // mirror of workers_.size()
+
+  // Control path.
   mutable Mutex mutex_;
-  std::condition_variable work_available_;
   std::condition_variable became_idle_;
-  TaskRing<PoolTask> queue_ XTHREAD_GUARDED_BY(mutex_);
   std::vector<std::unique_ptr<Worker>> workers_ XTHREAD_GUARDED_BY(mutex_);
   std::vector<std::unique_ptr<Worker>> retired_ XTHREAD_GUARDED_BY(mutex_);  // exit after their task
   std::size_t next_index_ XTHREAD_GUARDED_BY(mutex_) = 0;
-  std::size_t sleeping_ XTHREAD_GUARDED_BY(mutex_) = 0;
-  std::size_t wakes_in_flight_ XTHREAD_GUARDED_BY(mutex_) = 0;  // notified, not yet running
-  std::size_t searching_ XTHREAD_GUARDED_BY(mutex_) = 0;        // workers polling for work
-  std::size_t busy_ XTHREAD_GUARDED_BY(mutex_) = 0;             // workers running a batch
-  std::size_t busy_live_ XTHREAD_GUARDED_BY(mutex_) = 0;        // of those, not retiring
-  std::size_t idle_waiters_ XTHREAD_GUARDED_BY(mutex_) = 0;
-  bool paused_ XTHREAD_GUARDED_BY(mutex_) = false;
-  bool shutting_down_ XTHREAD_GUARDED_BY(mutex_) = false;
-  std::atomic<std::size_t> queued_{0};              // mirror of queue_.size() for spinning workers
-  std::atomic<std::size_t> live_workers_{0};        // mirror of workers_.size()
-  std::atomic<std::uint64_t> completed_{0};
-  Mutex shutdown_mutex_;                            // serializes shutdown() calls
+  std::uint64_t completed_by_exited_ XTHREAD_GUARDED_BY(mutex_) = 0;
+  Mutex shutdown_mutex_;  // serializes shutdown() calls
 };
 
 }  // namespace xthread::detail
@@ -336,22 +457,23 @@ class PoolCore {
 namespace xthread {
 
 ThreadPool::ThreadPool() : ThreadPool(Options{}) {}
+ThreadPool::ThreadPool(Options options) : core_(std::make_unique<detail::PoolCore>(std::move(options))) {}
 ThreadPool::ThreadPool(std::size_t threads) : ThreadPool([threads] {
   Options options;
   options.threads = threads;
   return options;
 }()) {}
-ThreadPool::ThreadPool(Options options) : core_(std::make_unique<detail::PoolCore>(std::move(options))) {}
 ThreadPool::~ThreadPool() = default;
 
 bool ThreadPool::enqueue(detail::PoolTask&& task) { return core_->enqueue(std::move(task)); }
+bool ThreadPool::wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout) { return core_->wait_idle_for(timeout); }
 std::size_t ThreadPool::worker_count() const noexcept { return core_->worker_count(); }
 void ThreadPool::resize(std::size_t threads) { core_->resize(threads); }
 void ThreadPool::wait_idle() { core_->wait_idle(); }
-bool ThreadPool::wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout) { return core_->wait_idle_for(timeout); }
 void ThreadPool::pause() { core_->pause(); }
 void ThreadPool::resume() { core_->resume(); }
 ThreadPool::Stats ThreadPool::stats() const { return core_->stats(); }
+bool ThreadPool::in_worker_thread() const noexcept { return core_->in_worker_thread(); }
 std::size_t ThreadPool::shutdown(Shutdown mode) { return core_->shutdown(mode); }
 
 }  // namespace xthread

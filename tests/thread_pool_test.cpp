@@ -5,6 +5,9 @@
 #include <atomic>
 #include <future>
 #include <latch>
+#include <algorithm>
+#include <mutex>
+#include <pthread.h>
 #include <memory>
 #include <numeric>
 #include <stdexcept>
@@ -240,4 +243,176 @@ TEST(ThreadPoolHardening, AClosedErrorThrownByATaskArrivesAsNestedClosedError) {
   xthread::ThreadPool pool{1};
   std::future<int> result = pool.submit([]() -> int { throw xthread::ClosedError("a call the task made"); });
   EXPECT_THROW(result.get(), xthread::NestedClosedError);
+}
+
+// ---- ThreadPool v2 contracts (#9): each failed on the batching engine before it. ------------------
+
+namespace {
+/// Spins for about `duration` of wall time (a task that keeps its worker busy without sleeping).
+void busy_for(std::chrono::microseconds duration) {
+  const auto until = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+}  // namespace
+
+TEST(ThreadPoolContracts, NoTaskStartsAfterPauseReturnsAndPendingSeesEveryUnstartedTask) {
+  constexpr int kTasks = 2000;
+  ThreadPool pool{2};
+  std::atomic<int> started{0};
+  for (int i = 0; i < kTasks; ++i) {
+    ASSERT_TRUE(pool.post([&] {
+      started.fetch_add(1);
+      busy_for(20us);
+    }));
+  }
+  ASSERT_TRUE(xthread_test::eventually([&] { return started.load() > 10; }));
+  pool.pause();
+  const int at_pause = started.load();
+  pool.wait_idle();  // paused: returns once the running tasks finished
+  const int final_count = started.load();
+  // Only tasks already taken when pause() returned may still be entering their body: one per worker.
+  EXPECT_LE(final_count - at_pause, 2);
+  EXPECT_EQ(pool.stats().pending, static_cast<std::size_t>(kTasks - final_count));
+  EXPECT_TRUE(pool.wait_idle_for(1ms));  // still idle, and nothing started meanwhile
+  EXPECT_EQ(started.load(), final_count);
+  pool.resume();
+  pool.wait_idle();
+  EXPECT_EQ(started.load(), kTasks);
+}
+
+TEST(ThreadPoolContracts, DropDestroysExactlyTheUnstartedTasksAndCountsThem) {
+  ThreadPool pool{2};
+  std::latch blocker_started{1};
+  std::latch release{1};
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(pool.post([&] {
+    blocker_started.count_down();
+    release.wait();
+  }));
+  blocker_started.wait();
+  // One worker is blocked; pause so the other takes nothing, then queue 40 tasks.
+  pool.pause();
+  std::vector<std::future<int>> futures;
+  for (int i = 0; i < 40; ++i) futures.push_back(pool.submit([&ran, i] {
+    ran.fetch_add(1);
+    return i;
+  }));
+  std::size_t dropped = 0;
+  std::thread shutter([&] { dropped = pool.shutdown(Shutdown::drop); });
+  // shutdown drops before it joins the blocked worker; then let the blocker finish.
+  for (auto& future : futures) EXPECT_THROW(future.get(), ClosedError);
+  release.count_down();
+  shutter.join();
+  EXPECT_EQ(dropped, 40u);
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(ThreadPoolContracts, DrainRunsEveryTaskExactlyOnceAfterResizeDown) {
+  for (int round = 0; round < 20; ++round) {
+    auto pool = std::make_unique<ThreadPool>(4);
+    std::vector<std::atomic<int>> runs(256);
+    std::latch go{1};
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      ASSERT_TRUE(pool->post([&runs, &go, i] {
+        if (i < 4) go.wait();  // hold the first tasks so the rest queue behind them
+        runs[i].fetch_add(1);
+      }));
+    }
+    pool->resize(1);
+    go.count_down();
+    EXPECT_EQ(pool->shutdown(Shutdown::drain), 0u);
+    for (std::size_t i = 0; i < runs.size(); ++i) ASSERT_EQ(runs[i].load(), 1) << "task " << i << ", round " << round;
+  }
+}
+
+TEST(ThreadPoolContracts, ALongTaskNeverHoldsBackShortTasksWhileOtherWorkersAreFree) {
+  // The burst: one long task, then 63 short ones, on 4 workers. The long task waits until every
+  // short task is done (or 10 s pass): short tasks stuck behind it would show up as a timeout.
+  ThreadPool pool{4};
+  std::latch shorts_done{63};
+  std::atomic<bool> all_shorts_before_long_ended{false};
+  ASSERT_TRUE(pool.post([&] {
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (!shorts_done.try_wait() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    all_shorts_before_long_ended = shorts_done.try_wait();
+  }));
+  for (int i = 0; i < 63; ++i) ASSERT_TRUE(pool.post([&] { shorts_done.count_down(); }));
+  pool.wait_idle();
+  EXPECT_TRUE(all_shorts_before_long_ended.load());
+}
+
+TEST(ThreadPoolContracts, PauseWakesWaitIdleAndAPausedIdlePoolIsIdleAtOnce) {
+  ThreadPool pool{1};
+  std::latch running{1};
+  std::latch release{1};
+  ASSERT_TRUE(pool.post([&] {
+    running.count_down();
+    release.wait();
+  }));
+  running.wait();
+  ASSERT_TRUE(pool.post([] {}));  // queued behind the running task
+  std::atomic<bool> returned{false};
+  std::thread waiter([&] {
+    pthread_setname_np(pthread_self(), "idle-waiter");
+    EXPECT_TRUE(pool.wait_idle_for(std::chrono::hours::max()));  // saturates: waits, never "false at once"
+    returned = true;
+  });
+  ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("idle-waiter"); }));
+  EXPECT_FALSE(returned.load());
+  pool.pause();
+  release.count_down();  // the running task ends; the queued one must not start; the waiter wakes
+  waiter.join();
+  EXPECT_TRUE(returned.load());
+  EXPECT_EQ(pool.stats().pending, 1u);
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_TRUE(pool.wait_idle_for(500ms));  // paused and idle: true at once, not after 500 ms
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 400ms);
+  EXPECT_TRUE(pool.wait_idle_for(std::chrono::nanoseconds::max()));
+  pool.resume();
+}
+
+TEST(ThreadPoolContracts, ThreadHooksRunOnEveryWorkerThread) {
+  std::mutex mutex;
+  std::vector<std::size_t> started;
+  std::vector<std::size_t> stopped;
+  std::vector<std::string> names;
+  {
+    ThreadPool::Options options;
+    options.threads = 3;
+    options.name = "hooked";
+    options.on_thread_start = [&](std::size_t index) {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof name);
+      std::lock_guard lock(mutex);
+      started.push_back(index);
+      names.emplace_back(name);
+    };
+    options.on_thread_stop = [&](std::size_t index) {
+      std::lock_guard lock(mutex);
+      stopped.push_back(index);
+    };
+    ThreadPool pool{options};
+    pool.resize(1);  // two workers retire: their stop hooks run
+    pool.resize(2);  // a new worker: index 3
+    pool.wait_idle();
+  }
+  std::sort(started.begin(), started.end());
+  std::sort(stopped.begin(), stopped.end());
+  EXPECT_EQ(started, (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(stopped, (std::vector<std::size_t>{0, 1, 2, 3}));
+  for (const std::string& name : names) EXPECT_EQ(name.rfind("hooked-", 0), 0u) << name;
+}
+
+TEST(ThreadPoolContracts, ExceptionsFromHooksGoToOnError) {
+  std::atomic<int> errors{0};
+  ThreadPool::Options options;
+  options.threads = 2;
+  options.on_error = [&](std::exception_ptr) { errors.fetch_add(1); };
+  options.on_thread_start = [](std::size_t) { throw std::runtime_error("hook"); };
+  {
+    ThreadPool pool{options};
+    EXPECT_EQ(pool.submit([] { return 5; }).get(), 5);  // workers still run
+  }
+  EXPECT_EQ(errors.load(), 2);
 }

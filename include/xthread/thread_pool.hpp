@@ -17,6 +17,7 @@
 
 #include "xthread/errors.hpp"
 #include "xthread/detail/futex.hpp"
+#include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/unique_function.hpp"
 
 namespace xthread {
@@ -102,34 +103,58 @@ struct ParallelFor {
 };
 }  // namespace detail
 
-/// A pool of worker threads running tasks in FIFO order.
+/// A pool of worker threads. Design and trade-offs: docs/thread-pool.md.
+///
+/// Queues: one queue per worker (a "shard"), each behind its own small lock. A task posted from a
+/// worker of this pool goes to that worker's queue; a task posted from any other thread goes to the
+/// queues in turn. A worker takes one task at a time — from its own queue, oldest first, else the
+/// oldest task of another queue — so a long task never holds back tasks queued behind it while
+/// another worker is free (no head-of-line blocking), and every task that has not started is in a
+/// queue, where pause, drop, drain and stats().pending see it. With one worker tasks start in the
+/// order they were posted; with more, in that order per queue.
+///
+/// Exact contracts: a task "starts" when a worker takes it from a queue (under that queue's lock).
+/// - pause(): once it returns, no task starts until resume(); tasks already started run on.
+/// - shutdown(Shutdown::drop): every task that had not started is destroyed unrun (futures:
+///   ClosedError) and counted; the count is exact.
+/// - shutdown(Shutdown::drain) and the destructor: every task queued before shutdown() runs exactly
+///   once, whatever resize() did before; post() during or after shutdown returns false.
+/// - stats().pending: every task queued and not started.
 ///
 /// Thread rule: every member may be called from any thread, including from inside a task, except
 /// wait_idle*, shutdown and the destructor, which throw std::logic_error (the destructor: must not be
-/// called) from a worker of this pool, since they would wait for themselves.
+/// called) from a worker of this pool, since they would wait for themselves. Options' hooks and
+/// on_error run on worker threads.
 ///
 /// Memory ordering: everything a thread did before post()/submit() is visible to the task; everything
 /// a task did is visible after its future is ready, and after wait_idle() returns.
 ///
-/// Idle workers spin for a few microseconds, then sleep in the kernel: an idle pool uses no CPU.
+/// Idle workers poll for a few microseconds, then sleep in the kernel: an idle pool uses no CPU.
 /// Destruction: the destructor is shutdown(Shutdown::drain): it runs every queued task and joins.
 class ThreadPool {
  public:
   struct Options {
     std::size_t threads = 0;           ///< worker count; 0 = std::thread::hardware_concurrency()
     std::string name = "xthread-pool"; ///< thread names are "<name>-<index>", cut to 15 characters
-    /// Receives an exception escaping a post()ed task, on the worker thread. Empty: print to stderr.
-    /// If it throws, that is printed and ignored. Never std::terminate.
+    /// Receives an exception escaping a post()ed task or a hook, on the worker thread. Empty: print to
+    /// stderr. If it throws, that is printed and ignored. Never std::terminate.
     std::function<void(std::exception_ptr)> on_error;
+    /// Run on each worker thread when it starts / just before it exits (resize down, shutdown), with
+    /// the worker's index (the one in its name): for naming, affinity, thread-local set-up. No task
+    /// runs on the thread before on_thread_start returns or after on_thread_stop starts.
+    std::function<void(std::size_t index)> on_thread_start;
+    std::function<void(std::size_t index)> on_thread_stop;
   };
 
   struct Stats {
     std::size_t workers = 0;       ///< live workers (retiring ones excluded)
     std::size_t idle = 0;          ///< live workers not running a task
-    std::size_t pending = 0;       ///< queued tasks not yet started
+    std::size_t pending = 0;       ///< tasks queued and not started (every queue)
     std::uint64_t completed = 0;   ///< tasks finished since construction
   };
 
+  /// Starts the workers. If a thread cannot be created (std::system_error), the constructor stops and
+  /// joins the ones already started and rethrows: nothing is left running.
   ThreadPool();
   explicit ThreadPool(Options options);
   /// Same as ThreadPool(Options{.threads = threads}).
@@ -179,32 +204,46 @@ class ThreadPool {
       for (std::size_t i = begin; i < end; ++i) function(i);
     };
     const std::size_t helpers = std::min(state->chunks - 1, worker_count());
-    for (std::size_t i = 0; i < helpers; ++i) {
-      if (!enqueue(detail::PoolTask([state] { state->work(); }))) break;
+    try {
+      for (std::size_t i = 0; i < helpers; ++i) {
+        if (!enqueue(detail::PoolTask([state] { state->work(); }))) break;
+      }
+    } catch (...) {
+      // Helpers already queued may still claim chunks of `body`: finish every chunk here first, so
+      // none of them touches `body` after this frame is gone (a helper touches it only via a claim).
+      state->work();
+      state->done.wait();
+      throw;
     }
     state->work();
     state->done.wait();
     if (state->failed.load(std::memory_order_acquire)) std::rethrow_exception(state->error);
   }
 
-  /// Any thread. Grows at once; shrinking retires workers, each after the task it is running (the
-  /// rest of its batch goes back to the queue). Never blocks on a busy worker. threads must be > 0.
+  /// Any thread. Grows at once (throws std::system_error if a thread cannot be created; the ones
+  /// created stay); shrinking retires workers, each after the task it is running (a worker holds no
+  /// queued tasks, so nothing moves). Never blocks on a busy worker. threads must be > 0.
   void resize(std::size_t threads);
 
-  /// Blocks until no task is running and the queue is empty (or the pool is paused: then only until
-  /// running tasks finish).
+  /// Blocks until no task is running and every queue is empty (or the pool is paused: then only until
+  /// running tasks finish; pause() wakes waiters).
   void wait_idle();
+  /// As wait_idle, at most `timeout` (any duration; it saturates: `hours::max()` waits forever).
+  /// Returns whether the pool became idle.
   template <class Rep, class Period>
   bool wait_idle_for(std::chrono::duration<Rep, Period> timeout) {
-    return wait_idle_for_nanoseconds(std::chrono::duration_cast<std::chrono::nanoseconds>(timeout));
+    return wait_idle_for_nanoseconds(detail::saturating_nanoseconds(timeout));
   }
 
-  /// Any thread. Workers finish their current task and start no new ones until resume(); tasks can
-  /// still be queued.
+  /// Any thread. Once pause() returns, no task starts until resume() (see the class comment); tasks
+  /// that started run on, and tasks can still be queued. Waiters in wait_idle() re-check at once.
   void pause();
   void resume();
 
   [[nodiscard]] Stats stats() const;
+
+  /// Any thread. True when called on one of this pool's worker threads (inside a task or a hook).
+  [[nodiscard]] bool in_worker_thread() const noexcept;
 
   /// Stops the pool and joins every worker. drain: runs every task queued at the time; drop: destroys
   /// them unrun and returns how many. Later post() returns false; later submit() futures hold

@@ -1,8 +1,9 @@
-// xthread/xthread.hpp — everything: ThreadPool, EventLoop / LoopThread, ThreadSafeFunction.
+// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, EventLoop / LoopThread, ThreadSafeFunction, errors.
 #pragma once
 
-#include "xthread/closed_error.hpp"
+#include "xthread/errors.hpp"
 #include "xthread/event_loop.hpp"
 #include "xthread/loop_thread.hpp"
+#include "xthread/task_group.hpp"
 #include "xthread/thread_pool.hpp"
 #include "xthread/thread_safe_function.hpp"

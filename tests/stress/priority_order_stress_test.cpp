@@ -73,7 +73,9 @@ TEST(PriorityOrderStress, FloodsRunInPriorityOrderAndFifoWithinAPriority) {
     ASSERT_EQ(order.size(), static_cast<std::size_t>(kProducers * kPerProducer + 4));
     std::vector<std::vector<int>> last(kProducers, std::vector<int>(5, -1));
     for (std::size_t i = 0; i < order.size(); ++i) {
-      if (i > 0) ASSERT_LE(order[i - 1].level, order[i].level) << "round " << round << " position " << i;
+      if (i > 0) {
+        ASSERT_LE(order[i - 1].level, order[i].level) << "round " << round << " position " << i;
+      }
       const Record& record = order[i];
       if (record.producer < 0) continue;
       ASSERT_LT(last[record.producer][record.level], record.sequence);

@@ -28,8 +28,9 @@ void mixed_round(std::minstd_rand& random) {
                                                               {.max_queue = 1 + random() % 8}};
   std::vector<std::thread> producers;
   for (int p = 0; p < 3; ++p) {
-    producers.emplace_back([&, p] {
-      std::minstd_rand local(static_cast<unsigned>(random() + p));
+    const auto seed = static_cast<unsigned>(random() + static_cast<unsigned>(p));  // drawn here: `random` is this thread's
+    producers.emplace_back([&, seed] {
+      std::minstd_rand local(seed);
       for (int i = 0; i < 200; ++i) {
         try {
           switch (local() % 5) {

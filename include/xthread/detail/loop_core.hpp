@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 #include "xthread/detail/unique_function.hpp"
 
@@ -52,21 +53,6 @@ class FunctionTask final : public LoopTask {
  private:
   F function_;
 };
-
-/// Saturating time arithmetic: a deadline past the clock's range is time_point::max(), "never".
-using SteadyClock = std::chrono::steady_clock;
-SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept;
-
-/// Any duration to nanoseconds, saturating at nanoseconds::min()/max() instead of overflowing.
-template <class Rep, class Period>
-constexpr std::chrono::nanoseconds saturating_nanoseconds(std::chrono::duration<Rep, Period> duration) noexcept {
-  using Nanos = std::chrono::duration<long double, std::nano>;
-  const long double count = std::chrono::duration_cast<Nanos>(duration).count();
-  if (!(count == count)) return std::chrono::nanoseconds{0};  // NaN
-  if (count >= static_cast<long double>(std::numeric_limits<std::int64_t>::max())) return std::chrono::nanoseconds::max();
-  if (count <= static_cast<long double>(std::numeric_limits<std::int64_t>::min())) return std::chrono::nanoseconds::min();
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
-}
 
 /// A timer: its callback, schedule and phase. Shared by Timer handles, the loop's heap, and (while a
 /// due timer waits in a run queue) by itself through `self_while_queued`.

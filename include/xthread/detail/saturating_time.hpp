@@ -1,0 +1,26 @@
+// xthread/detail/saturating_time.hpp — time arithmetic that saturates instead of overflowing, so
+// "wait hours::max()" means forever and never wraps into the past.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+
+namespace xthread::detail {
+
+/// Saturating time arithmetic: a deadline past the clock's range is time_point::max(), "never".
+using SteadyClock = std::chrono::steady_clock;
+SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept;
+
+/// Any duration to nanoseconds, saturating at nanoseconds::min()/max() instead of overflowing.
+template <class Rep, class Period>
+constexpr std::chrono::nanoseconds saturating_nanoseconds(std::chrono::duration<Rep, Period> duration) noexcept {
+  using Nanos = std::chrono::duration<long double, std::nano>;
+  const long double count = std::chrono::duration_cast<Nanos>(duration).count();
+  if (!(count == count)) return std::chrono::nanoseconds{0};  // NaN
+  if (count >= static_cast<long double>(std::numeric_limits<std::int64_t>::max())) return std::chrono::nanoseconds::max();
+  if (count <= static_cast<long double>(std::numeric_limits<std::int64_t>::min())) return std::chrono::nanoseconds::min();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
+}
+
+}  // namespace xthread::detail

@@ -1,0 +1,101 @@
+// ThreadPool under failure: a thread that cannot be created part-way through the constructor, and an
+// allocation failure while parallel_for queues its helpers. A replaced global operator new fails on
+// demand (this binary only).
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <functional>
+#include <cstdlib>
+#include <dirent.h>
+#include <memory>
+#include <new>
+#include <system_error>
+#include <vector>
+
+#include "xthread/thread_pool.hpp"
+
+namespace {
+thread_local int allocations_until_failure = -1;  // -1: never fail; 0: fail the next one
+
+void* allocate(std::size_t size, std::size_t alignment) {
+  if (allocations_until_failure >= 0 && allocations_until_failure-- == 0) throw std::bad_alloc();
+  if (size == 0) size = 1;
+  void* memory = alignment <= alignof(std::max_align_t)
+                     ? std::malloc(size)
+                     : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  if (memory == nullptr) throw std::bad_alloc();
+  return memory;
+}
+
+std::size_t thread_count() {
+  std::size_t count = 0;
+  if (DIR* directory = opendir("/proc/self/task")) {
+    while (dirent* entry = readdir(directory)) count += entry->d_name[0] != '.';
+    closedir(directory);
+  }
+  return count;
+}
+}  // namespace
+
+void* operator new(std::size_t size) { return allocate(size, alignof(std::max_align_t)); }
+void* operator new(std::size_t size, std::align_val_t align) { return allocate(size, static_cast<std::size_t>(align)); }
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // operator new above is malloc
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+
+TEST(ThreadPoolFailure, ParallelForNeverLetsAQueuedHelperTouchTheBodyAfterItThrew) {
+  xthread::ThreadPool pool{1};  // one queue...
+  pool.resize(2);               // ...two workers: both helpers go to the same queue
+  pool.pause();
+  for (int i = 0; i < 63; ++i) ASSERT_TRUE(pool.post([] {}));  // the queue's ring has 64 slots: one left
+  std::vector<std::atomic<int>> visits(1000);
+  auto body = std::make_unique<std::function<void(std::size_t)>>([&](std::size_t i) { visits[i].fetch_add(1); });
+  // Allocation 1: parallel_for's shared state; 2: the ring growing for the second helper → bad_alloc.
+  allocations_until_failure = 1;
+  EXPECT_THROW(pool.parallel_for(0, visits.size(), *body), std::bad_alloc);
+  allocations_until_failure = -1;
+  // Every index ran exactly once, on the calling thread, before the exception left parallel_for.
+  for (std::size_t i = 0; i < visits.size(); ++i) ASSERT_EQ(visits[i].load(), 1) << i;
+  body.reset();   // the caller's body is gone...
+  pool.resume();  // ...and the helper that was queued now runs: it must find no chunk left
+  pool.wait_idle();
+  for (std::size_t i = 0; i < visits.size(); ++i) ASSERT_EQ(visits[i].load(), 1) << i;
+}
+
+TEST(ThreadPoolFailure, AThreadCreationFailureInTheConstructorThrowsAndLeavesNothingRunning) {
+  // In a child process: cap the address space so thread stacks run out part-way through.
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    rlimit limit{};
+    getrlimit(RLIMIT_AS, &limit);
+    long pages = 0;
+    long resident = 0;
+    if (FILE* statm = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(statm, "%ld %ld", &pages, &resident) != 2) pages = 0;
+      std::fclose(statm);
+    }
+    limit.rlim_cur = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + (48u << 20);
+    if (setrlimit(RLIMIT_AS, &limit) != 0) _exit(10);
+    int code = 0;
+    try {
+      xthread::ThreadPool pool{512};  // 512 stacks of 8 MiB cannot fit in 48 MiB
+      code = 11;                      // constructed: the limit did not bite
+    } catch (const std::system_error&) {
+      code = thread_count() == 1 ? 0 : 12;  // nothing of the pool left running
+    } catch (...) {
+      code = 13;
+    }
+    _exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 11: no failure, 12: threads left, 13: other exception";
+}
