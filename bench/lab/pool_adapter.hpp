@@ -10,11 +10,16 @@
 //   a.post(f)                  fire-and-forget; f is a nullary callable returning void
 //   a.submit(f)                std::future<R> for a nullary callable returning R
 //   a.bulk(n, body)            calls body(i) for every i in [0, n) and returns when all ran
-//   a.wait_idle()              returns once every task posted before the call has finished; anything
-//                              a task did is visible to the caller after it returns
-// Threads: post/submit may be called from several threads at once (the `producers` workload does);
-// bulk and wait_idle are called from the thread that owns the adapter. The destructor waits for
-// queued work and joins the workers.
+//   a.drain()                  TEARDOWN ONLY: blocks until every task handed to the pool has finished;
+//                              the pool may be unusable afterwards. The workloads call it only when
+//                              they unwind by an exception with tasks still queued that refer to their
+//                              locals. It is never how a workload learns that its tasks are done.
+// Completion (the same for every pool, see Completion below and kCompletionMethod): a workload knows
+// how many tasks it hands over; each task's last action is Completion::done(), and the producer
+// blocks in Completion::wait(). The adapters only SUBMIT, each with its own pool's idiom.
+// Threads: post/submit may be called from several threads at once (the `producers` and
+// `oversubscribed` workloads do); bulk and drain are called from the thread that owns the adapter.
+// The destructor waits for queued work and joins the workers.
 #pragma once
 
 #include <algorithm>
@@ -48,28 +53,57 @@ concept PoolAdapter = std::is_constructible_v<A, std::size_t> &&
                         a.post(ConceptProbeTask{});
                         { a.submit(ConceptProbeValueTask{}) } -> std::same_as<std::future<int>>;
                         a.bulk(n, body);
-                        a.wait_idle();
+                        a.drain();
                       };
 
-// Counts tasks in flight, for pools that have no wait_idle of their own (Asio). add() happens-before
-// the task is handed to the pool; done() is the task's last action. wait_zero() returns once the count
-// is zero; everything a task did before its done() is visible after wait_zero() returns (the final
-// fetch_sub is a release, the load an acquire). Notification only costs a futex wake when someone is
-// actually waiting (libstdc++ tracks waiters).
-class InFlight {
+// How every workload learns that its tasks ran, for every pool alike (printed by the lab and stored
+// in results.json as config.completion_method).
+inline constexpr const char* kCompletionMethod =
+    "every pool counts completions the same way: the workload arms one shared counter with the N tasks it "
+    "hands over; each task's last action is one fetch_sub(1, acq_rel) on it; the task that takes it to zero "
+    "sets a one-shot flag and wakes the producer (std::atomic<uint32_t> notify_one; the producer blocks in "
+    "std::atomic wait). No pool's own wait_idle (or in-flight counter) counts completions; each pool only "
+    "submits with its own API. futures/roundtrip also get() every future (their subject), bulk is one "
+    "blocking parallel-for (its return is the measured operation); every task also marks its own ledger slot "
+    "(exactly-once check), in every pool";
+
+// The one completion counter of every workload. arm(n) before handing n tasks to a pool; each task
+// calls done() as its last action; wait() returns once all n did, and everything the tasks did before
+// their done() is visible after it (the fetch_subs form a release sequence that the last one
+// acquires; the flag store is a release, the waiter's load an acquire).
+// The waiter blocks on a separate one-shot flag, not on the counter: waiting on a counter that moves
+// with every task would wake the waiter (or make it re-check) once per task. notify_one only enters
+// the kernel when a thread is actually blocked (libstdc++ tracks waiters).
+// Lifetime: the last task touches the object after the waiter may have seen the flag (its notify), so
+// a Completion must outlive the pool's workers: run_workload() declares it before the pool and re-arms
+// it for each phase. A stale notify from the previous phase only causes a spurious wake-up, after which
+// wait() re-checks the flag.
+class Completion {
  public:
-  void add() noexcept { count_.fetch_add(1, std::memory_order_relaxed); }
-  void done() noexcept {
-    if (count_.fetch_sub(1, std::memory_order_acq_rel) == 1) count_.notify_all();
+  // Not thread-safe against done(): call it when no task of a previous phase can still count down.
+  void arm(std::uint64_t n) noexcept {
+    armed_ = n;
+    remaining_.store(n, std::memory_order_relaxed);
+    flag_.store(n == 0 ? 1U : 0U, std::memory_order_release);
   }
-  void wait_zero() const noexcept {
-    for (auto v = count_.load(std::memory_order_acquire); v != 0; v = count_.load(std::memory_order_acquire)) {
-      count_.wait(v, std::memory_order_acquire);
+  void done() noexcept {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      flag_.store(1, std::memory_order_release);
+      flag_.notify_one();
     }
   }
+  void wait() const noexcept {
+    while (flag_.load(std::memory_order_acquire) == 0) flag_.wait(0, std::memory_order_acquire);
+  }
+  bool finished() const noexcept { return flag_.load(std::memory_order_acquire) != 0; }
+  // Tasks that have called done() since arm() (== armed() once wait() returned).
+  std::uint64_t counted() const noexcept { return armed_ - remaining_.load(std::memory_order_acquire); }
+  std::uint64_t armed() const noexcept { return armed_; }
 
  private:
-  std::atomic<std::uint64_t> count_{0};
+  alignas(64) std::atomic<std::uint64_t> remaining_{0};
+  alignas(64) std::atomic<std::uint32_t> flag_{1};  // own cache line: a spinning waiter does not slow the tasks
+  std::uint64_t armed_ = 0;  // written by arm() only, on the producer's thread
 };
 
 // Bulk for pools without a parallel-for: split [0, n) into about 4 chunks per worker, post one task per

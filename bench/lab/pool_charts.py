@@ -4,7 +4,7 @@ charts.py loads this file as the renderer of lab "pool" and calls render(doc, ou
 save(fig, name) writes the figure atomically and records its name. Charts:
   pool_throughput.png  one panel per workload: each pool's headline number (median over the runs) with
                        its min-max range; eterfree also shows the ceiling and the study's published
-                       figure, roundtrip the futex floor
+                       figure, roundtrip the futex floor, burst the ideal and the 2x-ideal goal
   pool_efficiency.png  measured throughput as a share of the ceiling (eterfree by both of the study's
                        methods, fine), with min-max ranges; only when eterfree or fine ran
 """
@@ -118,6 +118,14 @@ def throughput_chart(plt, doc, save):
                 top = max([floor or 0, sleep or 0]) / 1e3
                 top = max([top] + [s["headline"]["max"] for s in series])
                 ax.set_ylim(0, top * 1.35)
+                ax.legend(fontsize=6, loc="upper right", framealpha=0.9)
+        if w == "burst":
+            ideal = cal.get("burst_ideal_ms")
+            if ideal:
+                ax.axhline(ideal, color="#54a24b", linestyle="--", linewidth=1, label=f"ideal {ideal:.1f} ms")
+                ax.axhline(2 * ideal, color="#e45756", linestyle=":", linewidth=1, label=f"goal 2x ideal {2 * ideal:.1f} ms")
+                top = max([2 * ideal] + [s["headline"]["max"] for s in series])
+                ax.set_ylim(0, top * 1.25)
                 ax.legend(fontsize=6, loc="upper right", framealpha=0.9)
         if w == "idle":
             ax.axhline(1.0, color="#e45756", linestyle="--", linewidth=1, label="1 % goal")

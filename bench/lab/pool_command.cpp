@@ -19,11 +19,15 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       "Pools: xthread, asio (boost::asio::thread_pool), tbb (oneTBB task_arena + task_group), naive (mutex + "
       "condvar + deque).\n"
       "Workloads: eterfree (the study: 16 threads, 100000 tasks of 10000 volatile increments + 1 ms sleep), empty, "
-      "futures, bulk, roundtrip, fine (~1 us tasks), producers, idle.\n"
-      "The default run (every workload and pool, 10 runs) takes about 6 minutes on a 2-core machine, 5 of them in "
-      "eterfree (10 runs x 4 pools x ~7 s); e.g. `--runs 7 --tasks 20000` takes about 1.5 minutes.");
+      "futures, bulk, roundtrip, fine (~1 us tasks), producers, oversubscribed (8 producers into 16 workers), burst "
+      "(one 300 ms task, then 63 of 1 ms, 4 workers: head-of-line blocking), idle.\n"
+      "Every pool counts completions the same way: each task's last action is one fetch_sub on one shared counter "
+      "and the task that reaches zero wakes the producer; no pool's own wait_idle is used for it.\n"
+      "The default run (every workload and pool, 10 runs) takes about 6-7 minutes on a 2-core machine, 5 of them in "
+      "eterfree (10 runs x 4 pools x ~7 s); e.g. `--runs 7 --tasks 20000` takes about 2 minutes.");
   cmd->add_option("--workload", raw->workloads,
-                  "Comma-separated workloads, or all: eterfree, empty, futures, bulk, roundtrip, fine, producers, idle")
+                  "Comma-separated workloads, or all: eterfree, empty, futures, bulk, roundtrip, fine, producers, "
+                  "oversubscribed, burst, idle")
       ->type_name("LIST")
       ->capture_default_str();
   cmd->add_option("--pools", raw->pools, "Comma-separated pools, or all: xthread, asio, tbb, naive")
@@ -32,7 +36,8 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
   cmd->add_option("--runs", raw->runs, "Runs per workload and pool, interleaved (7 or more for overhead workloads)")
       ->type_name("N")
       ->capture_default_str();
-  cmd->add_option("--threads", raw->threads, "Worker threads for eterfree and idle (the study's 16)")
+  cmd->add_option("--threads", raw->threads,
+                  "Worker threads for eterfree and idle (the study's 16); oversubscribed always has 16, burst 4")
       ->type_name("N")
       ->capture_default_str();
   cmd->add_option("--workers", raw->workers,
@@ -43,7 +48,7 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       ->capture_default_str();
   cmd->add_option("--ops", raw->ops,
                   "Tasks per run of every overhead workload (default: empty 200000, futures 100000, bulk 4000000, "
-                  "roundtrip 10000, fine 100000, producers 200000)")
+                  "roundtrip 10000, fine 100000, producers 200000, oversubscribed 200000; not burst)")
       ->type_name("N");
   cmd->add_option("--window", raw->window, "Eterfree: the study's fixed counting window")
       ->type_name("DURATION")
@@ -52,6 +57,12 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       ->type_name("N")
       ->capture_default_str();
   cmd->add_option("--idle-window", raw->idle_window, "Idle: how long the idle pool is watched")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  cmd->add_option("--burst-long", raw->burst_long, "Burst: the long task posted first (it sleeps)")
+      ->type_name("DURATION")
+      ->capture_default_str();
+  cmd->add_option("--burst-short", raw->burst_short, "Burst: each of the 63 short tasks (they sleep)")
       ->type_name("DURATION")
       ->capture_default_str();
   cmd->add_option("--format", raw->format, "Output on stdout: table, csv or json")

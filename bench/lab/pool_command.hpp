@@ -1,6 +1,6 @@
 // `xthread-bench pool`: the thread-pool lab. Reproduces study 004 (Eterfree) as published, then
 // measures what separates pools (empty tasks, futures, bulk, round trips, fine tasks, many producers,
-// idle CPU) on xthread::ThreadPool, boost::asio::thread_pool, oneTBB and a naive baseline.
+// oversubscription, head-of-line blocking, idle CPU) on xthread::ThreadPool, boost::asio::thread_pool, oneTBB and a naive baseline.
 #pragma once
 
 #include <CLI/CLI.hpp>

@@ -57,6 +57,7 @@ void check_threads(std::string_view what, std::size_t n) {
 constexpr std::size_t kEterfreeBodySamples = 100;
 constexpr std::size_t kFloorRoundTrips = 5000;
 constexpr double kFineTargetNs = 1000;
+constexpr std::size_t kBurstBodySamples = 20;
 
 }  // namespace
 
@@ -116,6 +117,8 @@ Options parse_options(const RawOptions& raw) {
   o.params.producers = positive_size("--producers", raw.producers);
   check_threads("--producers", o.params.producers);
   o.params.idle_window = positive_duration("--idle-window", raw.idle_window);
+  o.params.burst_long = positive_duration("--burst-long", raw.burst_long);
+  o.params.burst_short = positive_duration("--burst-short", raw.burst_short);
   o.format = parse_format(raw.format);
   if (!raw.out.empty()) o.out = raw.out;
   o.quiet = raw.quiet;
@@ -149,6 +152,10 @@ PoolReport run_lab(const Options& options, Progress& progress) {
     progress.update("pool: measuring the futex floor");
     report.floors = measure_floors(kFloorRoundTrips);
   }
+  if (has(Workload::burst)) {
+    progress.update("pool: timing the burst's short task alone");
+    report.burst_short_body = measure_sleep_body(params.burst_short, kBurstBodySamples);
+  }
 
   nlohmann::json ops = nlohmann::json::object();
   nlohmann::json workload_names = nlohmann::json::array();
@@ -166,6 +173,15 @@ PoolReport run_lab(const Options& options, Progress& progress) {
                    {"window_ns", params.window.count()},
                    {"producers", params.producers},
                    {"idle_window_ns", params.idle_window.count()},
+                   {"oversubscribed", {{"workers", params.oversubscribed_workers},
+                                       {"producers", params.oversubscribed_producers}}},
+                   {"burst", {{"workers", params.burst_workers},
+                              {"short_tasks", params.burst_short_tasks},
+                              {"long_ns", params.burst_long.count()},
+                              {"short_ns", params.burst_short.count()},
+                              {"body", "sleep_for (see burst_task in pool_workloads.hpp)"}}},
+                   {"completion_method", kCompletionMethod},
+                   {"goal_min_runs", kGoalMinRuns},
                    {"warm_up_tasks_per_thread", kWarmUpTasksPerThread},
                    {"bulk_chunks_per_worker", kChunksPerWorker},
                    {"order", "interleaved: for each workload, for each run, every pool in turn"}};

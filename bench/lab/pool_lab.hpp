@@ -23,6 +23,8 @@ struct RawOptions {
   std::string window = "10s";
   std::string producers = "4";
   std::string idle_window = "1s";
+  std::string burst_long = "300ms";
+  std::string burst_short = "1ms";
   std::string format = "table";
   std::string out;      // empty = no output directory
   bool quiet = false;

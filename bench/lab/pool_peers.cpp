@@ -6,10 +6,10 @@ namespace xthread_lab::pool {
 
 namespace {
 constexpr Peer kPeers[] = {
-    {"xthread", "xthread::ThreadPool (post / submit / parallel_for / wait_idle)", &run_xthread},
-    {"asio", "boost::asio::thread_pool (post; in-flight counter for wait_idle; packaged_task futures)", &run_asio},
+    {"xthread", "xthread::ThreadPool (post / submit / parallel_for)", &run_xthread},
+    {"asio", "boost::asio::thread_pool (boost::asio::post; packaged_task futures)", &run_asio},
 #if XTHREAD_LAB_WITH_TBB  // left out of ThreadSanitizer builds, see pool_sources.cmake
-    {"tbb", "oneTBB task_arena + task_group (enqueue(defer) / parallel_for / execute(wait))", &run_tbb},
+    {"tbb", "oneTBB task_arena + task_group (enqueue(defer) / parallel_for)", &run_tbb},
 #endif
     {"naive", "std::mutex + std::condition_variable + std::deque<std::function> baseline", &run_naive},
 };

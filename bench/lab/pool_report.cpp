@@ -45,7 +45,8 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
       return "eterfree: study 004's workload: " + threads + " threads, " + n +
              " tasks of {10000 volatile increments; sleep 1 ms; relaxed counter++}";
     case Workload::empty:
-      return "empty: " + n + " empty fire-and-forget tasks from one producer, then wait_idle; " + threads + " workers";
+      return "empty: " + n + " empty fire-and-forget tasks from one producer, then wait for the count; " + threads +
+             " workers";
     case Workload::futures:
       return "futures: " + n + " submits returning a value, then get() on every future; " + threads + " workers";
     case Workload::bulk:
@@ -58,7 +59,20 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
     }
     case Workload::producers:
       return "producers: " + std::to_string(c.value("producers", 0)) + " producer threads post " + n +
-             " empty tasks concurrently, then wait_idle; " + threads + " workers";
+             " empty tasks concurrently, then wait for the count; " + threads + " workers";
+    case Workload::oversubscribed: {
+      const auto producers = c.contains("oversubscribed") ? c["oversubscribed"].value("producers", 0) : 0;
+      return "oversubscribed: " + std::to_string(producers) + " producer threads post " + n +
+             " empty tasks concurrently into " + threads + " workers (more threads than cores), then wait for the count";
+    }
+    case Workload::burst: {
+      const auto b = c.contains("burst") ? c["burst"] : nlohmann::json::object();
+      return "burst (head-of-line blocking): one " +
+             num(static_cast<double>(b.value("long_ns", std::int64_t{0})) * 1e-6) + " ms task posted first, then " +
+             std::to_string(b.value("short_tasks", 0)) + " tasks of " +
+             num(static_cast<double>(b.value("short_ns", std::int64_t{0})) * 1e-6) +
+             " ms (task bodies sleep: 4 spinning workers would oversubscribe a 2-core machine); " + threads + " workers";
+    }
     case Workload::idle:
       return "idle: " + threads + " idle workers (after a warm-up) for " +
              num(static_cast<double>(c.value("idle_window_ns", std::int64_t{0})) * 1e-6) + " ms: process CPU";
@@ -165,6 +179,24 @@ void overhead_section(const PoolReport& report, Workload w, std::string& out) {
       }
       break;
     }
+    case Workload::burst: {
+      out += "ideal = " + num(report.burst_ideal_ms) +
+             " ms: the long task holds one worker, the others run the short tasks in rounds of the nominal duration";
+      if (report.burst_short_body) {
+        out += " (with the short task as measured alone, " + num(report.burst_short_body->mean_ns * 1e-6) + " ms: " +
+               num(report.burst_ideal_body_ms) + " ms)";
+      }
+      out += ". Times are since just before the first post; each task takes its own timestamp at its end.\n";
+      t.row({"pool", "last short task ms median [min - max]", "x ideal", "long task ms", "shorts after the long",
+             "CPU ms/burst", "runs ok"});
+      t.rule();
+      for (const Series* s : rows) {
+        t.row({s->pool, range_text(s->burst_last_short_ms), s->burst_over_ideal ? fmt("%.2fx", *s->burst_over_ideal) : "-",
+               num(s->burst_long_ms.median), num(s->burst_short_after_long.median),
+               num(s->cpu_ns_per_task.median * static_cast<double>(s->tasks) * 1e-6), runs_text(*s)});
+      }
+      break;
+    }
     case Workload::idle: {
       t.row({"pool", "CPU % of one core median [min - max]", "runs ok"});
       t.rule();
@@ -217,7 +249,8 @@ std::string render_table(const PoolReport& report) {
   out += "xthread-bench pool: " + std::to_string(report.config.value("runs", 0)) +
          " runs per workload, pools interleaved (" + pools + ", repeated); median [min - max] over the runs\n";
   out += "machine: " + std::to_string(m.cpus) + " CPUs" + (m.cpu_model.empty() ? "" : ", " + m.cpu_model) + "; " +
-         m.kernel + "; " + m.compiler + " " + m.build_type + "\n\n";
+         m.kernel + "; " + m.compiler + " " + m.build_type + "\n";
+  out += std::string("method: ") + kCompletionMethod + ". CPU = the whole process (getrusage) over the timed part.\n\n";
 
   for (Workload w : report.workloads) {
     if (w == Workload::eterfree) {
@@ -230,10 +263,11 @@ std::string render_table(const PoolReport& report) {
   bool any_goal = false;
   for (const auto& g : report.goals) any_goal = any_goal || g.value.has_value();
   if (any_goal) {
-    out += "== goals (measured, not tuned for) ==\n";
+    out += "== goals (measured, not tuned for; \"best peer\" = the best other pool, measured the same way; a verdict "
+           "needs medians of >= " + std::to_string(kGoalMinRuns) + " interleaved runs) ==\n";
     TextTable t;
     for (const auto& g : report.goals) {
-      t.row({g.name, g.measured, !g.met ? "-" : (*g.met ? "met" : "NOT met")});
+      t.row({g.name, g.measured, g.runs == 0 ? "-" : !g.met ? g.verdict : (*g.met ? "met" : "NOT met")});
     }
     out += t.render() + "\n";
   }
@@ -258,7 +292,8 @@ std::string render_table(const PoolReport& report) {
 std::string render_csv(const PoolReport& report) {
   std::ostringstream out;
   out << "workload,pool,run,ok,threads,expected,ran,wall_s,cpu_s,tasks_per_s,wall_ns_per_task,cpu_ns_per_task,"
-         "latency_p50_ns,latency_p99_ns,window_tasks,window_ms,completion_ms,cpu_percent,failure\n";
+         "latency_p50_ns,latency_p99_ns,window_tasks,window_ms,completion_ms,cpu_percent,counted,"
+         "burst_last_short_ms,burst_long_ms,failure\n";
   for (const auto& s : report.series) {
     for (std::size_t i = 0; i < s.runs.size(); ++i) {
       const RunSample& r = s.runs[i];
@@ -281,6 +316,12 @@ std::string render_csv(const PoolReport& report) {
       }
       out << ',';
       if (s.workload == Workload::idle && r.wall_s > 0) out << csv_num(100.0 * r.cpu_s / r.wall_s);
+      out << ',' << r.counted << ',';
+      if (s.workload == Workload::burst) {
+        out << csv_num(r.burst_last_short_ms) << ',' << csv_num(r.burst_long_ms);
+      } else {
+        out << ',';
+      }
       out << ',' << csv_escape(r.failure) << '\n';
     }
   }

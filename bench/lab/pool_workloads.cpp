@@ -14,9 +14,20 @@ std::string_view workload_name(Workload workload) {
     case Workload::roundtrip: return "roundtrip";
     case Workload::fine: return "fine";
     case Workload::producers: return "producers";
+    case Workload::oversubscribed: return "oversubscribed";
+    case Workload::burst: return "burst";
     case Workload::idle: return "idle";
   }
   return "?";
+}
+
+std::string_view completion_of(Workload workload) {
+  switch (workload) {
+    case Workload::futures:
+    case Workload::roundtrip: return "futures + counter";
+    case Workload::bulk: return "parallel-for return + ledger";
+    default: return "counter";
+  }
 }
 
 std::optional<Workload> find_workload(std::string_view name) {
@@ -35,18 +46,27 @@ std::uint64_t default_ops(Workload workload) {
     case Workload::roundtrip: return 10'000;
     case Workload::fine: return 100'000;
     case Workload::producers: return 200'000;
+    case Workload::oversubscribed: return 200'000;
+    case Workload::burst: return 64;             // 1 long + burst_short_tasks; --ops does not apply
     case Workload::idle: return 0;               // no timed tasks
   }
   return 0;
 }
 
 std::size_t threads_for(Workload workload, const WorkloadParams& params) {
-  return workload == Workload::eterfree || workload == Workload::idle ? params.threads : params.workers;
+  switch (workload) {
+    case Workload::eterfree:
+    case Workload::idle: return params.threads;
+    case Workload::oversubscribed: return params.oversubscribed_workers;
+    case Workload::burst: return params.burst_workers;
+    default: return params.workers;
+  }
 }
 
 std::uint64_t tasks_for(Workload workload, const WorkloadParams& params) {
   switch (workload) {
     case Workload::eterfree: return params.eterfree_tasks;
+    case Workload::burst: return 1 + params.burst_short_tasks;
     case Workload::idle: return threads_for(workload, params) * kWarmUpTasksPerThread;
     default: return params.ops != 0 ? params.ops : default_ops(workload);
   }
@@ -59,6 +79,23 @@ BodyTiming measure_eterfree_body(std::size_t samples) {
   for (std::size_t i = 0; i < samples; ++i) {
     const auto a = std::chrono::steady_clock::now();
     eterfree_task(counter);
+    const auto b = std::chrono::steady_clock::now();
+    ns.push_back(std::chrono::duration<double, std::nano>(b - a).count());
+  }
+  BodyTiming timing;
+  timing.samples = ns.size();
+  if (ns.empty()) return timing;
+  timing.mean_ns = std::accumulate(ns.begin(), ns.end(), 0.0) / static_cast<double>(ns.size());
+  timing.median_ns = median(std::move(ns));
+  return timing;
+}
+
+BodyTiming measure_sleep_body(std::chrono::nanoseconds d, std::size_t samples) {
+  std::vector<double> ns;
+  ns.reserve(samples);
+  for (std::size_t i = 0; i < samples; ++i) {
+    const auto a = std::chrono::steady_clock::now();
+    burst_task(d);
     const auto b = std::chrono::steady_clock::now();
     ns.push_back(std::chrono::duration<double, std::nano>(b - a).count());
   }

@@ -138,6 +138,9 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{{"--window", "0"}, "--window"},
                     BadInput{{"--window", "5 parsecs"}, "parsecs"},
                     BadInput{{"--idle-window", "1x"}, "1x"},
+                    BadInput{{"--burst-long", "0"}, "--burst-long"},
+                    BadInput{{"--burst-short", "soon"}, "soon"},
+                    BadInput{{"--workload", "bursts"}, "bursts"},
                     BadInput{{"--format", "xml"}, "xml"},
                     BadInput{{"--no-such-flag"}, "no-such-flag"}),
     PrintBadInput);
@@ -164,6 +167,39 @@ TEST(PoolCli, JsonOutputIsTheSchemaAndEveryTaskRanOnce) {
     EXPECT_EQ(run.at("expected"), 200);
   }
   EXPECT_EQ(doc.at("published").at("eterfree").at("runs").size(), 10u);
+}
+
+TEST(PoolCli, BurstAndOversubscribedRunEveryPoolAndCountEveryTask) {
+  const Outcome o = run_pool({"--workload", "oversubscribed,burst", "--runs", "1", "--ops", "200", "--burst-long",
+                              "25ms", "--quiet", "--format", "json"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(o.out);
+  EXPECT_EQ(doc.at("failed_runs"), 0);
+  EXPECT_NE(doc.at("config").at("completion_method").get<std::string>().find("fetch_sub"), std::string::npos);
+  const auto& results = doc.at("results");
+  ASSERT_EQ(results.size(), 2u * xthread_lab::pool::all_peers().size());
+  for (const auto& r : results) {
+    const auto& run = r.at("runs")[0];
+    EXPECT_TRUE(run.at("ok").get<bool>()) << r.dump();
+    EXPECT_EQ(run.at("counted"), run.at("expected")) << r.dump();
+    EXPECT_EQ(r.at("completion"), "counter");
+    if (r.at("workload") == "burst") {
+      EXPECT_EQ(run.at("expected"), 64);
+      EXPECT_GT(run.at("burst").at("last_short_ms").get<double>(), 0.0);
+      EXPECT_GE(run.at("burst").at("long_ms").get<double>(), 25.0);
+    } else {
+      EXPECT_EQ(run.at("expected"), 200);
+      EXPECT_EQ(r.at("threads"), 16);
+    }
+  }
+  EXPECT_EQ(doc.at("calibration").at("burst_ideal_ms"), 21.0);
+}
+
+TEST(PoolCli, TableStatesTheCompletionMethod) {
+  const Outcome o = run_pool({"--workload", "empty", "--pools", "naive", "--runs", "1", "--ops", "100", "--quiet"});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  EXPECT_NE(o.out.find("method: every pool counts completions the same way: "), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("better than asio"), std::string::npos) << o.out;
 }
 
 TEST(PoolCli, CsvHasOneRowPerRun) {

@@ -26,6 +26,12 @@ TEST(PoolOptions, DefaultsAreTheStudysAndEverything) {
   EXPECT_EQ(o.params.eterfree_tasks, 100'000u);
   EXPECT_EQ(o.params.window, std::chrono::seconds(10));
   EXPECT_EQ(o.params.idle_window, std::chrono::seconds(1));
+  EXPECT_EQ(o.params.burst_long, std::chrono::milliseconds(300));
+  EXPECT_EQ(o.params.burst_short, std::chrono::milliseconds(1));
+  EXPECT_EQ(o.params.burst_workers, 4u);
+  EXPECT_EQ(o.params.burst_short_tasks, 63u);
+  EXPECT_EQ(o.params.oversubscribed_workers, 16u);
+  EXPECT_EQ(o.params.oversubscribed_producers, 8u);
   EXPECT_GE(o.params.workers, 1u);
   EXPECT_EQ(o.params.ops, 0u);
   EXPECT_EQ(o.format, Format::table);
@@ -56,6 +62,25 @@ TEST(PoolOptions, TasksPerRunFollowOpsExceptEterfreeAndIdle) {
   EXPECT_EQ(threads_for(Workload::eterfree, o.params), 3u);
   EXPECT_EQ(threads_for(Workload::idle, o.params), 3u);
   EXPECT_EQ(threads_for(Workload::empty, o.params), o.params.workers);
+  EXPECT_EQ(tasks_for(Workload::oversubscribed, o.params), 123u);
+  EXPECT_EQ(threads_for(Workload::oversubscribed, o.params), 16u);  // not --threads
+  EXPECT_EQ(tasks_for(Workload::burst, o.params), 64u);            // not --ops
+  EXPECT_EQ(threads_for(Workload::burst, o.params), 4u);
+}
+
+TEST(PoolOptions, NewWorkloadsByNameAndBurstDurations) {
+  RawOptions raw;
+  raw.workloads = std::string("burst,oversubscribed");
+  raw.burst_long = std::string("50ms");
+  raw.burst_short = std::string("200us");
+  const Options o = parse_options(raw);
+  EXPECT_EQ(o.workloads, (std::vector<Workload>{Workload::oversubscribed, Workload::burst}));
+  EXPECT_EQ(o.params.burst_long, std::chrono::milliseconds(50));
+  EXPECT_EQ(o.params.burst_short, std::chrono::microseconds(200));
+  for (std::size_t i = 0; i < kAllWorkloads.size(); ++i) {  // parse_options indexes by the enum value
+    EXPECT_EQ(static_cast<std::size_t>(kAllWorkloads[i]), i);
+    EXPECT_EQ(find_workload(workload_name(kAllWorkloads[i])), kAllWorkloads[i]);
+  }
 }
 
 TEST(PoolOptions, BadValuesAreUsageErrors) {
@@ -65,6 +90,7 @@ TEST(PoolOptions, BadValuesAreUsageErrors) {
       {&RawOptions::workers, "0"},      {&RawOptions::tasks, "0"},        {&RawOptions::ops, "0"},
       {&RawOptions::producers, "0"},    {&RawOptions::window, "0"},       {&RawOptions::window, "1"},
       {&RawOptions::idle_window, "-1s"}, {&RawOptions::format, "yaml"},
+      {&RawOptions::burst_long, "0"},   {&RawOptions::burst_long, "300"}, {&RawOptions::burst_short, "-1ms"},
   };
   for (const auto& [field, value] : cases) {
     RawOptions raw;

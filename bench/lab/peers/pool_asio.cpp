@@ -1,7 +1,8 @@
 // boost::asio::thread_pool, used the way its documentation shows: boost::asio::post for
-// fire-and-forget, a std::packaged_task posted for a future. It has no wait-for-idle (only join(),
-// which ends the pool), so the adapter counts tasks in flight (InFlight: one atomic add and one
-// atomic sub per task). Bulk posts chunks.
+// fire-and-forget, a std::packaged_task posted for a future. Bulk posts chunks. The task is posted as
+// it is: completion is counted by the workload, the same way for every pool (pool_adapter.hpp), so the
+// adapter adds nothing per task. drain() (teardown only) is join(), which waits for the outstanding
+// work and ends the pool; Asio has no wait-for-idle that keeps it usable.
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <future>
@@ -15,18 +16,11 @@ class AsioAdapter {
  public:
   static constexpr std::string_view kName = "asio";
   explicit AsioAdapter(std::size_t threads) : threads_(threads), pool_(threads) {}
-  ~AsioAdapter() {
-    in_flight_.wait_zero();
-    pool_.join();
-  }
+  ~AsioAdapter() { pool_.join(); }  // without stop(), join() first runs the outstanding work
 
   template <class F>
   void post(F&& f) {
-    in_flight_.add();
-    boost::asio::post(pool_, [this, f = std::forward<F>(f)]() mutable {
-      f();
-      in_flight_.done();
-    });
+    boost::asio::post(pool_, std::forward<F>(f));
   }
   template <class F>
   auto submit(F&& f) {
@@ -40,11 +34,10 @@ class AsioAdapter {
   void bulk(std::size_t n, Body& body) {
     chunked_bulk(n, threads_, [this](auto&& chunk) { boost::asio::post(pool_, std::move(chunk)); }, body);
   }
-  void wait_idle() { in_flight_.wait_zero(); }
+  void drain() { pool_.join(); }  // teardown only; a second join() (the destructor's) does nothing
 
  private:
   std::size_t threads_;
-  InFlight in_flight_;
   boost::asio::thread_pool pool_;
 };
 static_assert(PoolAdapter<AsioAdapter>);

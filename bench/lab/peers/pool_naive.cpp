@@ -1,6 +1,7 @@
 // The baseline: the pool most people write first. One mutex, one condition variable for work, one for
 // idleness, a deque of std::function. post() takes the lock and wakes one worker; submit() wraps a
-// packaged_task in a shared_ptr (std::function must be copyable); bulk posts chunks.
+// packaged_task in a shared_ptr (std::function must be copyable); bulk posts chunks. Its wait_idle
+// is only the adapter's drain() (teardown); the workloads count completions themselves.
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -87,7 +88,7 @@ class NaiveAdapter {
   void bulk(std::size_t n, Body& body) {
     chunked_bulk(n, threads_, [this](auto&& chunk) { pool_.post(std::move(chunk)); }, body);
   }
-  void wait_idle() { pool_.wait_idle(); }
+  void drain() { pool_.wait_idle(); }  // teardown only
 
  private:
   std::size_t threads_;

@@ -3,7 +3,8 @@
 //   post   -> arena.enqueue(group.defer(f))    (the caller does not join the arena)
 //   submit -> the same with a PromiseTask
 //   bulk   -> arena.execute(tbb::parallel_for) (the caller may take a free slot and help)
-//   wait   -> arena.execute(group.wait())      (likewise: the caller helps while it waits)
+//   drain  -> arena.execute(group.wait())      (teardown only; completion is counted by the workload,
+//                                               the same way for every pool, see pool_adapter.hpp)
 // No slot is reserved for the calling thread, so at most `threads` threads run tasks at any time,
 // whether the caller helps or not; the other pools also run at most `threads` (xthread's
 // parallel_for excepted: its caller helps on top of the workers).
@@ -63,7 +64,7 @@ class TbbAdapter {
       });
     });
   }
-  void wait_idle() {
+  void drain() {  // teardown only
     arena_->execute([this] { group_->wait(); });
   }
 

@@ -1,4 +1,6 @@
-// xthread::ThreadPool through its own API: post, submit, parallel_for (the caller helps), wait_idle.
+// xthread::ThreadPool through its own API: post, submit, parallel_for (the caller helps). wait_idle is
+// only the adapter's drain() (teardown): completion is counted by the workload, the same way for every
+// pool (pool_adapter.hpp).
 #include <xthread/xthread.hpp>
 
 #include <stdexcept>
@@ -25,7 +27,7 @@ class XthreadAdapter {
   void bulk(std::size_t n, Body& body) {
     pool_.parallel_for(0, n, body);
   }
-  void wait_idle() { pool_.wait_idle(); }
+  void drain() { pool_.wait_idle(); }  // teardown only
 
  private:
   xthread::ThreadPool pool_;
