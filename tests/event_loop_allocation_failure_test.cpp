@@ -10,32 +10,10 @@
 #include <thread>
 #include <vector>
 
+#include "failing_operator_new.hpp"
 #include "xthread/event_loop.hpp"
 
-namespace {
-thread_local bool fail_next_allocation = false;
-
-void* allocate(std::size_t size, std::size_t alignment) {
-  if (fail_next_allocation) {
-    fail_next_allocation = false;
-    throw std::bad_alloc();
-  }
-  if (size == 0) size = 1;
-  void* memory = alignment <= alignof(std::max_align_t)
-                     ? std::malloc(size)
-                     : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
-  if (memory == nullptr) throw std::bad_alloc();
-  return memory;
-}
-}  // namespace
-
-void* operator new(std::size_t size) { return allocate(size, alignof(std::max_align_t)); }
-void* operator new(std::size_t size, std::align_val_t align) { return allocate(size, static_cast<std::size_t>(align)); }
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // operator new above is malloc
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using xthread_test::allocations_until_failure;
 
 using namespace std::chrono_literals;
 
@@ -46,7 +24,7 @@ TEST(EventLoopAllocationFailure, AnExceptionOutOfRunLeavesTheLoopDestructibleAnd
   ASSERT_TRUE(loop->post([&] {
     inside.count_down();
     timers_added.wait();
-    fail_next_allocation = true;  // the loop thread's next allocation: taking the new timers
+    allocations_until_failure = 0;  // the loop thread's next allocation: taking the new timers
   }));
   std::exception_ptr escaped;
   std::thread runner([&] {
@@ -85,7 +63,7 @@ TEST(EventLoopAllocationFailure, DestroyingTheLoopRightAfterTheExceptionDoesNotH
   ASSERT_TRUE(loop->post([&] {
     inside.count_down();
     timers_added.wait();
-    fail_next_allocation = true;
+    allocations_until_failure = 0;
   }));
   std::thread runner([&] { EXPECT_THROW(loop->run(), std::bad_alloc); });
   inside.wait();

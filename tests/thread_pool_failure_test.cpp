@@ -16,21 +16,10 @@
 #include <system_error>
 #include <vector>
 
+#include "failing_operator_new.hpp"
 #include "xthread/thread_pool.hpp"
 
 namespace {
-thread_local int allocations_until_failure = -1;  // -1: never fail; 0: fail the next one
-
-void* allocate(std::size_t size, std::size_t alignment) {
-  if (allocations_until_failure >= 0 && allocations_until_failure-- == 0) throw std::bad_alloc();
-  if (size == 0) size = 1;
-  void* memory = alignment <= alignof(std::max_align_t)
-                     ? std::malloc(size)
-                     : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
-  if (memory == nullptr) throw std::bad_alloc();
-  return memory;
-}
-
 std::size_t thread_count() {
   std::size_t count = 0;
   if (DIR* directory = opendir("/proc/self/task")) {
@@ -41,13 +30,7 @@ std::size_t thread_count() {
 }
 }  // namespace
 
-void* operator new(std::size_t size) { return allocate(size, alignof(std::max_align_t)); }
-void* operator new(std::size_t size, std::align_val_t align) { return allocate(size, static_cast<std::size_t>(align)); }
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // operator new above is malloc
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using xthread_test::allocations_until_failure;
 
 TEST(ThreadPoolFailure, ParallelForNeverLetsAQueuedHelperTouchTheBodyAfterItThrew) {
   xthread::ThreadPool pool{1};  // one queue...

@@ -50,15 +50,9 @@ class TaskGroup {
   /// ClosedError if the task was cancelled or the pool shut down before it started.
   template <class F, class... A>
   [[nodiscard]] std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
-    auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
-                  arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
-      return std::apply(std::move(function), std::move(arguments));
-    };
-    std::promise<Result> promise;
-    std::future<Result> future = promise.get_future();
-    (void)add(detail::PromisedTask<Result, decltype(bound)>(std::move(promise), std::move(bound)), false);
-    return future;
+    auto [task, future] = detail::make_promised_task(std::forward<F>(f), std::forward<A>(args)...);
+    (void)add(std::move(task), false);
+    return std::move(future);
   }
 
   /// Runs f() on the pool as part of the group; its exception is kept for wait(). Returns false (the

@@ -68,6 +68,19 @@ class PromisedTask {
   bool armed_ = true;
 };
 
+/// f(args...) as a PromisedTask (arguments decay-copied, moved when rvalues) and its future.
+template <class F, class... A>
+auto make_promised_task(F&& f, A&&... args) {
+  using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
+  auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
+                arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
+    return std::apply(std::move(function), std::move(arguments));
+  };
+  std::promise<Result> promise;
+  std::future<Result> future = promise.get_future();
+  return std::pair{PromisedTask<Result, decltype(bound)>(std::move(promise), std::move(bound)), std::move(future)};
+}
+
 /// Shared by the caller and the helper tasks of one parallel_for.
 struct ParallelFor {
   std::size_t first = 0;
@@ -167,16 +180,10 @@ class ThreadPool {
   /// if the pool was shut down first. Arguments are decay-copied (moved when passed as rvalues).
   template <class F, class... A>
   [[nodiscard]] std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
-    auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
-                  arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
-      return std::apply(std::move(function), std::move(arguments));
-    };
-    std::promise<Result> promise;
-    std::future<Result> future = promise.get_future();
+    auto [task, future] = detail::make_promised_task(std::forward<F>(f), std::forward<A>(args)...);
     // If the pool is shut down, the task is destroyed unrun and the future gets ClosedError.
-    (void)enqueue(detail::PoolTask(detail::PromisedTask<Result, decltype(bound)>(std::move(promise), std::move(bound))));
-    return future;
+    (void)enqueue(detail::PoolTask(std::move(task)));
+    return std::move(future);
   }
 
   /// Any thread. Fire and forget; an exception goes to Options::on_error. Returns false (dropping the
