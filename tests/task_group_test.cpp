@@ -26,6 +26,7 @@ TEST(TaskGroup, WaitWaitsForThisGroupsTasksOnly) {
   EXPECT_EQ(ran.load(), 100);
   EXPECT_EQ(value.get(), 42);
   release.count_down();
+  pool.wait_idle();  // the outside task has left `release` before it goes out of scope
 }
 
 TEST(TaskGroup, WaitRethrowsTheFirstExceptionOfAPostedTaskOnce) {

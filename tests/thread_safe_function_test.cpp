@@ -25,27 +25,31 @@ using xthread::ThreadSafeFunction;
 
 namespace {
 
-/// Blocks a loop inside a task until released, so tests can fill its queue deterministically.
+/// Blocks a loop inside a task until released, so tests can fill its queue deterministically. The
+/// latches are shared with the task, so the blocker may be destroyed while the task is still leaving.
 class LoopBlocker {
  public:
   explicit LoopBlocker(EventLoop& loop) {
-    EXPECT_TRUE(loop.post([this] {
-      entered_.count_down();
-      release_.wait();
+    EXPECT_TRUE(loop.post([latches = latches_] {
+      latches->entered.count_down();
+      latches->release.wait();
     }));
-    entered_.wait();
+    latches_->entered.wait();
   }
   ~LoopBlocker() { release(); }
   void release() {
     if (!released_) {
       released_ = true;
-      release_.count_down();
+      latches_->release.count_down();
     }
   }
 
  private:
-  std::latch entered_{1};
-  std::latch release_{1};
+  struct Latches {
+    std::latch entered{1};
+    std::latch release{1};
+  };
+  std::shared_ptr<Latches> latches_ = std::make_shared<Latches>();
   bool released_ = false;
 };
 
