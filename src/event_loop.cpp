@@ -108,7 +108,7 @@ void TimerState::run(LoopCore& core) noexcept {
         next = saturating_add(next, period * (behind / period + 1));
       }
       deadline = next;
-      core.heap_push(std::move(self));  // cannot allocate: take_timer_changes reserved room for it
+      core.heap_push(std::move(self));  // cannot allocate: apply_timer_changes reserved room for it
       return;
     }
   } else {
