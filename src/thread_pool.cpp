@@ -315,7 +315,8 @@ class PoolCore {
       if (claim(*self, task)) {
         // Fan out: more work queued and somebody asleep → recruit one more worker (it recruits the
         // next), so a burst spreads while a trickle keeps one worker awake.
-        if (pending() != 0) wake_one_if_sleeping();
+        // relaxed pre-check: skip summing the queues while nobody sleeps (the common, busy case).
+        if (sleepers_.load(std::memory_order_relaxed) != 0 && pending() != 0) wake_one_if_sleeping();
         try {
           task();
         } catch (...) {
