@@ -187,12 +187,31 @@ const Series* xthread_of(const PoolReport& report, Workload w) {
   return ok_runs(s) > 0 ? s : nullptr;
 }
 
+constexpr const char* kNoPeer = "not run (no peer ran it)";
+
+// A goal comparing xthread with the best other pool on `metric`: value = xthread / peer, checked
+// against the target (<= when lower is better, >= otherwise); `detail(xthread, peer)` describes both.
+template <class Metric, class Detail>
+Goal versus_best_peer(const PoolReport& report, std::string name, double target, Workload workload, Metric metric,
+                      bool lower_is_better, Detail detail) {
+  Goal g = unmeasured(std::move(name), target);
+  const Series* s = xthread_of(report, workload);
+  const Series* p = best_peer(report, workload, metric, lower_is_better);
+  if (s && !p) return unmeasured(g.name, target, kNoPeer);
+  if (s && p && metric(*p) > 0) {
+    g.value = metric(*s) / metric(*p);
+    g.best_peer = p->pool;
+    g.measured = fmt("%.2fx", *g.value) + ": " + detail(*s, *p);
+    decide(g, lower_is_better ? *g.value <= target : *g.value >= target, std::min(ok_runs(s), ok_runs(p)));
+  }
+  return g;
+}
+
 void add_goals(PoolReport& report) {
   report.goals.clear();
   const auto workers = report.config.value("workers", std::size_t{0});
   const auto producers = report.config.value("producers", std::size_t{0});
   const auto threads = report.config.value("threads", std::size_t{0});
-  const std::string no_peer = "not run (no peer ran it)";
 
   {  // absolute: not a comparison
     Goal g = unmeasured("eterfree: xthread >= 99 % of the ceiling", 0.99);
@@ -203,23 +222,14 @@ void add_goals(PoolReport& report) {
     }
     report.goals.push_back(g);
   }
-  {
-    Goal g = unmeasured("empty (1 producer, " + std::to_string(workers) +
-                            " workers): xthread CPU-ns/task <= 0.5x the best peer's",
-                        0.5);
-    const Series* s = xthread_of(report, Workload::empty);
-    const Series* p = best_peer(report, Workload::empty, cpu_ns, true);
-    if (s && !p) g = unmeasured(g.name, g.target, no_peer);
-    if (s && p && cpu_ns(*p) > 0) {
-      g.value = cpu_ns(*s) / cpu_ns(*p);
-      g.best_peer = p->pool;
-      g.measured = fmt("%.2fx", *g.value) + ": xthread " + fmt("%.0f", cpu_ns(*s)) + " vs " + p->pool + " " +
-                   fmt("%.0f", cpu_ns(*p)) + " CPU-ns/task (wall " + fmt("%.0f", wall_ns(*s)) + " vs " +
-                   fmt("%.0f", wall_ns(*p)) + " ns/task)";
-      decide(g, *g.value <= g.target, std::min(ok_runs(s), ok_runs(p)));
-    }
-    report.goals.push_back(g);
-  }
+  // "xthread 550 vs naive 518 CPU-ns/task (wall 283 vs 276 ns/task)"
+  const auto cpu_detail = [](const Series& x, const Series& p) {
+    return "xthread " + fmt("%.0f", cpu_ns(x)) + " vs " + p.pool + " " + fmt("%.0f", cpu_ns(p)) + " CPU-ns/task (wall " +
+           fmt("%.0f", wall_ns(x)) + " vs " + fmt("%.0f", wall_ns(p)) + " ns/task)";
+  };
+  report.goals.push_back(versus_best_peer(
+      report, "empty (1 producer, " + std::to_string(workers) + " workers): xthread CPU-ns/task <= 0.5x the best peer's",
+      0.5, Workload::empty, cpu_ns, true, cpu_detail));
   {  // absolute
     Goal g = unmeasured("bulk: xthread >= 30 M tasks/s", 30.0);
     if (const Series* s = xthread_of(report, Workload::bulk)) {
@@ -229,22 +239,13 @@ void add_goals(PoolReport& report) {
     }
     report.goals.push_back(g);
   }
-  {
-    Goal g = unmeasured("roundtrip: xthread p50 <= 0.8x the best peer's", 0.8);
-    auto p50 = [](const Series& s) { return s.latency_p50_ns.median; };
-    const Series* s = xthread_of(report, Workload::roundtrip);
-    const Series* p = best_peer(report, Workload::roundtrip, p50, true);
-    if (s && !p) g = unmeasured(g.name, g.target, no_peer);
-    if (s && p && p50(*p) > 0) {
-      g.value = p50(*s) / p50(*p);
-      g.best_peer = p->pool;
-      g.measured = fmt("%.2fx", *g.value) + ": p50 xthread " + fmt("%.1f", p50(*s) * 1e-3) + " vs " + p->pool + " " +
-                   fmt("%.1f", p50(*p) * 1e-3) + " us (CPU " + fmt("%.1f", cpu_ns(*s) * 1e-3) + " vs " +
-                   fmt("%.1f", cpu_ns(*p) * 1e-3) + " us/roundtrip)";
-      decide(g, *g.value <= g.target, std::min(ok_runs(s), ok_runs(p)));
-    }
-    report.goals.push_back(g);
-  }
+  report.goals.push_back(versus_best_peer(
+      report, "roundtrip: xthread p50 <= 0.8x the best peer's", 0.8, Workload::roundtrip,
+      [](const Series& x) { return x.latency_p50_ns.median; }, true, [](const Series& x, const Series& p) {
+        return "p50 xthread " + fmt("%.1f", x.latency_p50_ns.median * 1e-3) + " vs " + p.pool + " " +
+               fmt("%.1f", p.latency_p50_ns.median * 1e-3) + " us (CPU " + fmt("%.1f", cpu_ns(x) * 1e-3) + " vs " +
+               fmt("%.1f", cpu_ns(p) * 1e-3) + " us/roundtrip)";
+      }));
   {  // absolute: against the machine's floor, not a peer
     Goal g = unmeasured("roundtrip: xthread p50 <= 1.5x the futex floor", 1.5);
     if (const Series* s = xthread_of(report, Workload::roundtrip); s && s->p50_over_futex_floor) {
@@ -267,42 +268,20 @@ void add_goals(PoolReport& report) {
     report.goals.push_back(g);
   }
   const std::string prod = "producers (" + std::to_string(producers) + " threads): ";
-  {
-    Goal g = unmeasured(prod + "xthread throughput >= 1.5x the best peer's", 1.5);
-    const Series* s = xthread_of(report, Workload::producers);
-    const Series* p = best_peer(report, Workload::producers, tps, false);
-    if (s && !p) g = unmeasured(g.name, g.target, no_peer);
-    if (s && p && tps(*p) > 0) {
-      g.value = tps(*s) / tps(*p);
-      g.best_peer = p->pool;
-      g.measured = fmt("%.2fx", *g.value) + ": xthread " + fmt("%.2f", tps(*s) * 1e-6) + " vs " + p->pool + " " +
-                   fmt("%.2f", tps(*p) * 1e-6) + " M tasks/s (CPU " + fmt("%.0f", cpu_ns(*s)) + " vs " +
-                   fmt("%.0f", cpu_ns(*p)) + " ns/task)";
-      decide(g, *g.value >= g.target, std::min(ok_runs(s), ok_runs(p)));
-    }
-    report.goals.push_back(g);
-  }
-  {
-    Goal g = unmeasured(prod + "xthread CPU-ns/task <= the best peer's", 1.0);
-    const Series* s = xthread_of(report, Workload::producers);
-    const Series* p = best_peer(report, Workload::producers, cpu_ns, true);
-    if (s && !p) g = unmeasured(g.name, g.target, no_peer);
-    if (s && p && cpu_ns(*p) > 0) {
-      g.value = cpu_ns(*s) / cpu_ns(*p);
-      g.best_peer = p->pool;
-      g.measured = fmt("%.2fx", *g.value) + ": xthread " + fmt("%.0f", cpu_ns(*s)) + " vs " + p->pool + " " +
-                   fmt("%.0f", cpu_ns(*p)) + " CPU-ns/task (wall " + fmt("%.0f", wall_ns(*s)) + " vs " +
-                   fmt("%.0f", wall_ns(*p)) + " ns/task)";
-      decide(g, *g.value <= g.target, std::min(ok_runs(s), ok_runs(p)));
-    }
-    report.goals.push_back(g);
-  }
+  report.goals.push_back(versus_best_peer(
+      report, prod + "xthread throughput >= 1.5x the best peer's", 1.5, Workload::producers, tps, false,
+      [](const Series& x, const Series& p) {
+        return "xthread " + fmt("%.2f", tps(x) * 1e-6) + " vs " + p.pool + " " + fmt("%.2f", tps(p) * 1e-6) +
+               " M tasks/s (CPU " + fmt("%.0f", cpu_ns(x)) + " vs " + fmt("%.0f", cpu_ns(p)) + " ns/task)";
+      }));
+  report.goals.push_back(versus_best_peer(report, prod + "xthread CPU-ns/task <= the best peer's", 1.0,
+                                          Workload::producers, cpu_ns, true, cpu_detail));
   {
     Goal g = unmeasured("idle (" + std::to_string(threads) + " workers): xthread CPU <= the lowest peer's", 1.0);
     auto pct = [](const Series& s) { return s.cpu_percent.median; };
     const Series* s = xthread_of(report, Workload::idle);
     const Series* p = best_peer(report, Workload::idle, pct, true);
-    if (s && !p) g = unmeasured(g.name, g.target, no_peer);
+    if (s && !p) g = unmeasured(g.name, g.target, kNoPeer);
     if (s && p) {
       // value: the ratio, null when the lowest peer used no measurable CPU (the verdict still compares)
       if (pct(*p) > 0) g.value = pct(*s) / pct(*p);
