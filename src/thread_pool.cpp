@@ -212,7 +212,7 @@ class PoolCore {
   };
 
   void check_not_own_worker(const char* what) const {
-    if (current_pool == this) {
+    if (in_worker_thread()) {
       throw std::logic_error(std::string("xthread::ThreadPool::") + what + " called from one of the pool's own tasks");
     }
   }
