@@ -13,7 +13,7 @@
 
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/saturating_time.hpp"
-#include "xthread/detail/task_ring.hpp"
+#include "xthread/detail/task_queue.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 
 namespace xthread::detail {
@@ -35,14 +35,19 @@ void print_error(const char* where, const std::exception_ptr& error) noexcept {
 
 thread_local const PoolCore* current_pool = nullptr;
 thread_local std::size_t current_home = 0;       // the current worker's shard (valid with current_pool)
-thread_local std::size_t producer_cursor = 0;    // where an outside producer posts next
+// Where an outside producer posts next. Each thread starts at a different shard, so producers that
+// start together do not walk the shards in lockstep.
+std::atomic<std::size_t> producer_seed{0};
+thread_local std::size_t producer_cursor = producer_seed.fetch_add(1, std::memory_order_relaxed);
 }  // namespace
 
 /// The engine behind ThreadPool; see docs/thread-pool.md for the design.
 ///
-/// Locks: each Shard's mutex guards its queue (taken per post and per claim: one task per lock);
-/// mutex_ guards the worker lists and idle waiting (never taken on the per-task path); shutdown_mutex_
-/// serializes shutdown(). Order: shutdown_mutex_ → mutex_; a shard mutex is never held with another.
+/// Locks: each Shard has two queues, each behind its own mutex: the inbox (taken per post) and the ready
+/// queue (taken per claim: one task per lock; a worker whose shard's ready queue is empty takes the
+/// whole inbox into it in one swap, holding both). mutex_ guards the worker lists and idle waiting
+/// (never taken on the per-task path); shutdown_mutex_ serializes shutdown(). Order: shutdown_mutex_ →
+/// mutex_; ready_mutex → inbox_mutex of the same shard; no other lock is held with a shard lock.
 class PoolCore {
  public:
   explicit PoolCore(ThreadPool::Options options)
@@ -68,13 +73,14 @@ class PoolCore {
   bool enqueue(PoolTask&& task) {
     Shard& shard = shards_[pick_shard()];
     {
-      MutexLock lock(shard.mutex);
-      // relaxed: shutdown() stores closing_ and then takes every shard's mutex, so from then on every
+      MutexLock lock(shard.inbox_mutex);
+      // relaxed: shutdown() stores closing_ and then takes every inbox's mutex, so from then on every
       // post sees it here; a post that took the mutex earlier is queued before shutdown looks.
       if (closing_.load(std::memory_order_relaxed)) return false;
-      shard.tasks.push_back(std::move(task));  // may throw bad_alloc: nothing changed then
+      shard.inbox.push_back(std::move(task));  // may throw bad_alloc: nothing changed then
       // seq_cst: the store half of the Dekker pair with a worker registering as a sleeper (see sleep()).
-      shard.size.fetch_add(1, std::memory_order_seq_cst);
+      // A plain store: `pushed` is only written under inbox_mutex.
+      shard.pushed.store(shard.pushed.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
     }
     wake_one_if_sleeping();
     return true;
@@ -168,15 +174,20 @@ class PoolCore {
     std::size_t dropped = 0;
     if (mode == Shutdown::drop) {
       for (std::size_t i = 0; i < shard_count_; ++i) {
-        TaskRing<PoolTask> taken;
+        Shard& shard = shards_[i];
+        TaskQueue<PoolTask> ready;
+        TaskQueue<PoolTask> inbox;
         {
-          MutexLock lock(shards_[i].mutex);
-          taken = std::move(shards_[i].tasks);
-          shards_[i].tasks = TaskRing<PoolTask>{};
-          shards_[i].size.store(0, std::memory_order_seq_cst);
+          MutexLock ready_lock(shard.ready_mutex);
+          MutexLock inbox_lock(shard.inbox_mutex);
+          ready.swap(shard.ready);
+          inbox.swap(shard.inbox);
+          shard.ready_count.store(0, std::memory_order_seq_cst);
+          shard.moved.store(shard.pushed.load(std::memory_order_relaxed), std::memory_order_seq_cst);
         }
-        dropped += taken.size();
-        taken.clear();  // outside the lock: destroying a submitted task completes its future
+        dropped += ready.size() + inbox.size();
+        ready.clear();  // outside the locks: destroying a submitted task completes its future
+        inbox.clear();
       }
     }
     stopping_.store(true, std::memory_order_seq_cst);
@@ -195,10 +206,30 @@ class PoolCore {
   }
 
  private:
+  /// One worker's queues. Producers touch only the inbox half, the worker only the ready half (and the
+  /// inbox once per swap), so the two sides share no cache line on the per-task path. Unstarted tasks
+  /// are in exactly one of the two rings: always visible to pause, drop, drain and pending.
   struct alignas(64) Shard {
-    Mutex mutex;
-    TaskRing<PoolTask> tasks XTHREAD_GUARDED_BY(mutex);
-    std::atomic<std::size_t> size{0};  // mirror of tasks.size(), written under mutex, read without it
+    // Producer side.
+    Mutex inbox_mutex;
+    TaskQueue<PoolTask> inbox XTHREAD_GUARDED_BY(inbox_mutex);
+    std::atomic<std::uint64_t> pushed{0};       // tasks ever pushed into inbox; written under inbox_mutex
+    // Worker side, on its own cache line.
+    alignas(64) Mutex ready_mutex;
+    TaskQueue<PoolTask> ready XTHREAD_GUARDED_BY(ready_mutex);
+    std::atomic<std::uint64_t> moved{0};        // tasks ever taken out of inbox; written under both mutexes
+    std::atomic<std::size_t> ready_count{0};    // mirror of ready.size(); written under ready_mutex
+
+    /// Unstarted tasks in this shard. Never less than the true count at some moment during the call
+    /// (it may count a swap's tasks twice), read without locks. Order: moved, then pushed (so
+    /// pushed - moved cannot go negative: pushed only grows and moved never passes it), then
+    /// ready_count (a swap stores ready_count before moved, so seeing the new moved implies seeing
+    /// the new ready_count). seq_cst: also the load half of the sleepers_ Dekker pair.
+    std::size_t unstarted() const noexcept {
+      const std::uint64_t taken = moved.load(std::memory_order_seq_cst);
+      const std::uint64_t posted = pushed.load(std::memory_order_seq_cst);
+      return static_cast<std::size_t>(posted - taken) + ready_count.load(std::memory_order_seq_cst);
+    }
   };
 
   struct alignas(64) Worker {
@@ -224,7 +255,7 @@ class PoolCore {
 
   std::size_t pending() const noexcept {
     std::size_t total = 0;
-    for (std::size_t i = 0; i < shard_count_; ++i) total += shards_[i].size.load(std::memory_order_seq_cst);
+    for (std::size_t i = 0; i < shard_count_; ++i) total += shards_[i].unstarted();
     return total;
   }
 
@@ -235,9 +266,12 @@ class PoolCore {
     return pending() != 0;
   }
 
+  /// A barrier: every claim (under a ready lock) and every post (under an inbox lock) that started
+  /// before it has finished, and every later one sees the flags stored before it.
   void lock_every_shard_once() {
     for (std::size_t i = 0; i < shard_count_; ++i) {
-      MutexLock lock(shards_[i].mutex);
+      { MutexLock lock(shards_[i].ready_mutex); }
+      { MutexLock lock(shards_[i].inbox_mutex); }
     }
   }
 
@@ -247,16 +281,35 @@ class PoolCore {
     if (!self.busy.load(std::memory_order_relaxed)) self.busy.store(true, std::memory_order_seq_cst);
     for (std::size_t offset = 0; offset < shard_count_; ++offset) {
       Shard& shard = shards_[(self.home + offset) % shard_count_];
-      if (shard.size.load(std::memory_order_relaxed) == 0) continue;  // relaxed: a hint; the lock decides
-      MutexLock lock(shard.mutex);
+      // relaxed: hints; the locks decide. The inbox is read only when the ready queue looks empty, so
+      // a worker with queued work does not pull the producers' cache line per task.
+      if (shard.ready_count.load(std::memory_order_relaxed) == 0 &&
+          shard.pushed.load(std::memory_order_relaxed) == shard.moved.load(std::memory_order_relaxed)) {
+        continue;
+      }
+      MutexLock lock(shard.ready_mutex);
       // relaxed: pause()/shutdown() store these, then pass through this mutex (see pause()).
       if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
-      if (shard.tasks.empty()) continue;
-      task = shard.tasks.pop_front();
-      shard.size.fetch_sub(1, std::memory_order_relaxed);  // relaxed: under the shard's mutex
+      if (shard.ready.empty() && !take_inbox(shard)) continue;
+      task = shard.ready.pop_front();
+      // relaxed: under ready_mutex; a reader that misses the decrease only over-counts.
+      shard.ready_count.store(shard.ready.size(), std::memory_order_relaxed);
       return true;
     }
     return false;
+  }
+
+  /// Moves the whole inbox into the (empty) ready queue in one swap: the worker then claims them one
+  /// by one under its own lock while producers fill the other ring. Returns false if the inbox was
+  /// empty too.
+  bool take_inbox(Shard& shard) XTHREAD_REQUIRES(shard.ready_mutex) {
+    MutexLock lock(shard.inbox_mutex);
+    if (shard.inbox.empty()) return false;
+    shard.ready.swap(shard.inbox);  // O(1); the inbox keeps the old ready queue's spare block
+    // seq_cst, ready_count before moved: see Shard::unstarted().
+    shard.ready_count.store(shard.ready.size(), std::memory_order_seq_cst);
+    shard.moved.store(shard.moved.load(std::memory_order_relaxed) + shard.ready.size(), std::memory_order_seq_cst);
+    return true;
   }
 
   void mark_idle(Worker& self) noexcept {
@@ -304,6 +357,15 @@ class PoolCore {
     return stopping_.load(std::memory_order_acquire) && !claimable();
   }
 
+  /// True when this worker may poll for work before sleeping (then it must decrement polling_).
+  bool start_polling() noexcept {
+    // relaxed: a throttle, not a synchronization; a wrong guess only costs a poll or a futex wake.
+    const std::size_t limit = std::max<std::size_t>(1, live_workers_.load(std::memory_order_relaxed) / 2);
+    if (polling_.fetch_add(1, std::memory_order_relaxed) < limit) return true;
+    polling_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+
   void worker_main(Worker* self) {
     current_pool = this;
     current_home = self->home;
@@ -329,8 +391,13 @@ class PoolCore {
       }
       mark_idle(*self);
       if (should_exit(*self)) break;
-      // Work often arrives within microseconds: poll before sleeping.
-      if (spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin)) continue;
+      // Work often arrives within microseconds: poll before sleeping — but at most half the workers
+      // at once (at least one): more pollers would burn cores without taking work any sooner.
+      if (start_polling()) {
+        const bool found = spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin);
+        polling_.fetch_sub(1, std::memory_order_relaxed);
+        if (found) continue;
+      }
       sleep(*self);
     }
     mark_idle(*self);
@@ -439,6 +506,7 @@ class PoolCore {
   std::atomic<bool> stopping_{false};   // workers exit once nothing is claimable
   alignas(64) std::atomic<std::uint32_t> sleepers_{0};
   std::atomic<bool> waking_{false};
+  std::atomic<std::size_t> polling_{0};       // workers polling for work before they sleep
   std::atomic<std::uint32_t> wake_epoch_{0};  // futex word sleeping workers wait on
   alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
   std::atomic<std::size_t> live_workers_{0};  // mirror of workers_.size()

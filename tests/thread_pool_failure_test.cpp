@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "failing_operator_new.hpp"
+#include "xthread/detail/task_queue.hpp"
 #include "xthread/thread_pool.hpp"
 
 namespace {
@@ -36,10 +37,13 @@ TEST(ThreadPoolFailure, ParallelForNeverLetsAQueuedHelperTouchTheBodyAfterItThre
   xthread::ThreadPool pool{1};  // one queue...
   pool.resize(2);               // ...two workers: both helpers go to the same queue
   pool.pause();
-  for (int i = 0; i < 63; ++i) ASSERT_TRUE(pool.post([] {}));  // the queue's ring has 64 slots: one left
+  // Fill the queue's first block but one slot.
+  for (std::size_t i = 0; i + 1 < xthread::detail::TaskQueue<xthread::detail::PoolTask>::block_tasks; ++i) {
+    ASSERT_TRUE(pool.post([] {}));
+  }
   std::vector<std::atomic<int>> visits(1000);
   auto body = std::make_unique<std::function<void(std::size_t)>>([&](std::size_t i) { visits[i].fetch_add(1); });
-  // Allocation 1: parallel_for's shared state; 2: the ring growing for the second helper → bad_alloc.
+  // Allocation 1: parallel_for's shared state; 2: a new block for the second helper → bad_alloc.
   allocations_until_failure = 1;
   EXPECT_THROW(pool.parallel_for(0, visits.size(), *body), std::bad_alloc);
   allocations_until_failure = -1;
@@ -81,4 +85,21 @@ TEST(ThreadPoolFailure, AThreadCreationFailureInTheConstructorThrowsAndLeavesNot
   ASSERT_EQ(waitpid(child, &status, 0), child);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0) << "10: setrlimit failed, 11: no failure, 12: threads left, 13: other exception";
+}
+
+TEST(ThreadPoolFailure, AQueuePushThatCannotAllocateLeavesTheQueueUnchanged) {
+  xthread::detail::TaskQueue<std::unique_ptr<int>, 2> queue;
+  queue.push_back(std::make_unique<int>(1));
+  queue.push_back(std::make_unique<int>(2));  // the first block is full
+  auto third = std::make_unique<int>(3);
+  allocations_until_failure = 0;  // the next block cannot be allocated
+  EXPECT_THROW(queue.push_back(std::move(third)), std::bad_alloc);
+  allocations_until_failure = -1;
+  ASSERT_NE(third, nullptr);  // the task was not consumed
+  EXPECT_EQ(queue.size(), 2u);
+  queue.push_back(std::move(third));
+  EXPECT_EQ(*queue.pop_front(), 1);
+  EXPECT_EQ(*queue.pop_front(), 2);
+  EXPECT_EQ(*queue.pop_front(), 3);
+  EXPECT_TRUE(queue.empty());
 }

@@ -69,7 +69,9 @@ TEST(ThreadPoolStress, ExactlyOnceLedgerUnderResizePauseAndShutdownStorms) {
     for (std::size_t slot = 0; slot < ledger.size(); ++slot) {
       const int runs = ledger[slot].load();
       ASSERT_LE(runs, 1) << "slot " << slot << " ran twice, round " << round;
-      if (!accepted[slot]) ASSERT_EQ(runs, 0) << "a refused post ran";
+      if (!accepted[slot]) {
+        ASSERT_EQ(runs, 0) << "a refused post ran";
+      }
       queued += accepted[slot] ? 1 : 0;
       ran += static_cast<std::size_t>(runs);
     }

@@ -1,0 +1,134 @@
+// xthread/detail/task_queue.hpp — an unbounded FIFO of tasks in linked fixed-size blocks.
+#pragma once
+
+#include <cstddef>
+#include <new>
+#include <type_traits>
+#include <utility>
+
+namespace xthread::detail {
+
+/// FIFO of move-only tasks stored in linked blocks of kBlockTasks slots. Growing never copies or
+/// moves queued tasks and never touches more memory than the tasks need (a ring buffer that doubles
+/// moves every task and zero-fills the new array, in the caller's time); an emptied block is kept as a
+/// spare, so a queue that fills and drains in steady state does not allocate. swap() is O(1), which
+/// lets ThreadPool hand a whole inbox to a worker under two locks.
+///
+/// Not thread-safe: ThreadPool guards each queue with a mutex. Exception safety: push_back either
+/// queues the task or throws std::bad_alloc with the queue (and the task) unchanged.
+template <class Task, std::size_t kBlockTasks = 128>
+class TaskQueue {
+  static_assert(std::is_nothrow_move_constructible_v<Task>, "tasks are moved in and out under a lock");
+  static_assert(kBlockTasks > 0);
+
+ public:
+  /// Tasks per block: the queue allocates when a push finds the last block full.
+  static constexpr std::size_t block_tasks = kBlockTasks;
+
+  TaskQueue() noexcept = default;
+  TaskQueue(TaskQueue&& other) noexcept { swap(other); }
+  TaskQueue& operator=(TaskQueue&& other) noexcept {
+    TaskQueue taken(std::move(other));
+    swap(taken);
+    return *this;
+  }
+  TaskQueue(const TaskQueue&) = delete;
+  TaskQueue& operator=(const TaskQueue&) = delete;
+  ~TaskQueue() {
+    clear();
+    delete head_;  // clear() leaves at most the head block and the spare
+    delete spare_;
+  }
+
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  [[nodiscard]] std::size_t size() const noexcept { return count_; }
+
+  void push_back(Task&& task) {
+    if (tail_ == nullptr || tail_index_ == kBlockTasks) append_block();  // may throw: nothing changed
+    ::new (static_cast<void*>(tail_->slot(tail_index_))) Task(std::move(task));
+    ++tail_index_;
+    ++count_;
+  }
+
+  /// Precondition: !empty().
+  Task pop_front() noexcept {
+    Task* slot = head_->slot(head_index_);
+    Task task(std::move(*slot));
+    slot->~Task();
+    ++head_index_;
+    --count_;
+    if (count_ == 0) {
+      // Empty: rewind to the start of the head block (freeing any others), so a queue that drains
+      // and refills keeps reusing one block.
+      release_after_head();
+      head_index_ = 0;
+      tail_index_ = 0;
+      tail_ = head_;
+    } else if (head_index_ == kBlockTasks) {
+      Block* exhausted = head_;
+      head_ = head_->next;
+      head_index_ = 0;
+      recycle(exhausted);
+    }
+    return task;
+  }
+
+  /// Destroys every queued task (in FIFO order).
+  void clear() noexcept {
+    while (!empty()) (void)pop_front();
+  }
+
+  void swap(TaskQueue& other) noexcept {
+    std::swap(head_, other.head_);
+    std::swap(tail_, other.tail_);
+    std::swap(head_index_, other.head_index_);
+    std::swap(tail_index_, other.tail_index_);
+    std::swap(count_, other.count_);
+    std::swap(spare_, other.spare_);
+  }
+
+ private:
+  struct Block {
+    Block* next = nullptr;
+    alignas(Task) unsigned char storage[kBlockTasks * sizeof(Task)];
+    Task* slot(std::size_t index) noexcept { return std::launder(reinterpret_cast<Task*>(storage + index * sizeof(Task))); }
+  };
+
+  void append_block() {
+    Block* block = spare_ != nullptr ? std::exchange(spare_, nullptr) : new Block;  // may throw bad_alloc
+    block->next = nullptr;
+    if (tail_ == nullptr) {
+      head_ = block;
+      head_index_ = 0;
+    } else {
+      tail_->next = block;
+    }
+    tail_ = block;
+    tail_index_ = 0;
+  }
+
+  void recycle(Block* block) noexcept {
+    if (spare_ == nullptr) {
+      spare_ = block;
+    } else {
+      delete block;
+    }
+  }
+
+  /// With the queue empty, returns every block after the head to the spare slot or the heap.
+  void release_after_head() noexcept {
+    if (head_ == nullptr) return;
+    Block* block = head_->next;
+    head_->next = nullptr;
+    while (block != nullptr) recycle(std::exchange(block, block->next));
+  }
+
+  Block* head_ = nullptr;         // oldest task at head_->slot(head_index_)
+  Block* tail_ = nullptr;         // next free slot at tail_->slot(tail_index_)
+  std::size_t head_index_ = 0;
+  std::size_t tail_index_ = 0;
+  std::size_t count_ = 0;
+  Block* spare_ = nullptr;        // one emptied block kept for the next growth
+};
+
+}  // namespace xthread::detail

@@ -1,0 +1,77 @@
+// detail::TaskQueue: FIFO order across blocks, O(1) swap, destruction of what is left, and a push
+// that cannot allocate leaves the queue unchanged.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "xthread/detail/task_queue.hpp"
+
+namespace {
+using xthread::detail::TaskQueue;
+
+/// A move-only task that records its value and counts live instances.
+struct Tracked {
+  static inline int live = 0;
+  std::unique_ptr<int> value;
+  explicit Tracked(int v) : value(std::make_unique<int>(v)) { ++live; }
+  Tracked(Tracked&& other) noexcept : value(std::move(other.value)) { ++live; }
+  Tracked& operator=(Tracked&&) = delete;
+  ~Tracked() { --live; }
+};
+
+using Queue = TaskQueue<Tracked, 4>;  // small blocks: every test crosses block boundaries
+
+std::vector<int> drain(Queue& queue) {
+  std::vector<int> values;
+  while (!queue.empty()) values.push_back(*queue.pop_front().value);
+  return values;
+}
+}  // namespace
+
+TEST(TaskQueue, KeepsFifoOrderAcrossBlocksWithInterleavedPushAndPop) {
+  Queue queue;
+  int next_in = 0;
+  int next_out = 0;
+  for (int round = 0; round < 50; ++round) {
+    for (int i = 0; i < round % 11; ++i) queue.push_back(Tracked{next_in++});
+    for (int i = 0; i < round % 7 && !queue.empty(); ++i) ASSERT_EQ(*queue.pop_front().value, next_out++);
+    ASSERT_EQ(queue.size(), static_cast<std::size_t>(next_in - next_out));
+  }
+  for (int value : drain(queue)) ASSERT_EQ(value, next_out++);
+  EXPECT_EQ(next_out, next_in);
+  EXPECT_EQ(Tracked::live, 0);
+}
+
+TEST(TaskQueue, SwapAndMoveExchangeWholeQueues) {
+  Queue a;
+  Queue b;
+  for (int i = 0; i < 9; ++i) a.push_back(Tracked{i});
+  b.push_back(Tracked{100});
+  a.swap(b);
+  EXPECT_EQ(a.size(), 1u);
+  EXPECT_EQ(b.size(), 9u);
+  EXPECT_EQ(drain(a), std::vector<int>{100});
+  Queue c(std::move(b));
+  EXPECT_TRUE(b.empty());  // NOLINT(bugprone-use-after-move): a moved-from queue is empty
+  c.push_back(Tracked{9});
+  EXPECT_EQ(drain(c), (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  b.push_back(Tracked{7});  // a moved-from queue is usable
+  EXPECT_EQ(drain(b), std::vector<int>{7});
+  EXPECT_EQ(Tracked::live, 0);
+}
+
+TEST(TaskQueue, DestructionAndClearDestroyEveryQueuedTask) {
+  {
+    Queue queue;
+    for (int i = 0; i < 10; ++i) queue.push_back(Tracked{i});
+    (void)queue.pop_front();
+    EXPECT_EQ(Tracked::live, 9);
+    queue.clear();
+    EXPECT_EQ(Tracked::live, 0);
+    for (int i = 0; i < 6; ++i) queue.push_back(Tracked{i});
+    EXPECT_EQ(Tracked::live, 6);
+  }
+  EXPECT_EQ(Tracked::live, 0);
+}
