@@ -17,12 +17,12 @@ int main(int argc, char** argv) {
   CLI::App app{"xthread lab: reproduces two performance studies (xcall = study 000 ThreadSafeFunctionPerf, napi = study 000 with Node-API beside xthread, pool = study 004 Eterfree)", "xthread-bench"};
   app.require_subcommand(1);
   xthread_lab::CommandResult result;
-  xthread_lab::register_xcall_command(app, result);
-  xthread_lab::register_napi_command(app, result);
-#ifdef XTHREAD_LAB_HAS_POOL
-  register_pool_command(app, result);
-#endif
   try {
+    xthread_lab::register_xcall_command(app, result);
+    xthread_lab::register_napi_command(app, result);
+#ifdef XTHREAD_LAB_HAS_POOL
+    register_pool_command(app, result);
+#endif
     // CLI11 would report a mistyped subcommand as "A subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
       std::string known;
@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
     }
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help
+    // Every usage error exits 2 (CLI11's own exit codes differ per error kind); --help exits 0.
+    if (e.get_exit_code() == 0) return app.exit(e);
     std::fprintf(stderr, "xthread-bench: error: %s\n", e.what());
     return 2;
   } catch (const xthread_lab::UsageError& e) {
@@ -45,6 +46,10 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "xthread-bench: error: %s\n", e.what());
+    return 1;
+  } catch (...) {
+    // Nothing may leave main as std::terminate.
+    std::fprintf(stderr, "xthread-bench: error: unknown exception\n");
     return 1;
   }
   return result.exit_code;

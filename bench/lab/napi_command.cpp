@@ -60,39 +60,20 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
 // ---------------------------------------------------------------------------------------------
 // Options
 
+constexpr const char* kGapNotAvailable =
+    "the Node-API lab uses the study's gaps (0-200us idle, 0-8ms loaded), or none with --hot";
+constexpr const char* kLoadFibNotAvailable = "each implementation calibrates its own Fibonacci n";
+
+// What napi/lab/xcall.mjs takes: narrower than the C++ lab, refused up front.
+constexpr XcallFlagLimits kNapiLimits{kNapiMinPayload, kNapiMaxPayload, kNapiMaxCount};
+static_assert(kMaxWork.count() <= kNapiMaxWorkNs && kMaxCalls <= kNapiMaxCount && kMaxWarmup <= kNapiMaxCount,
+              "the shared --work/--calls/--warmup ranges must fit the Node-API lab");
+
 XcallOptions napi_options(const NapiFlags& flags) {
-  // Accepted by the parser only to say why they do not apply here.
-  if (!flags.gap.empty()) {
-    throw UsageError("napi: --gap is not available: the Node-API lab uses the study's gaps (0-200us idle, 0-8ms "
-                     "loaded), or none with --hot");
-  }
-  if (!flags.load_fib.empty()) {
-    throw UsageError("napi: --load-fib is not available: each implementation calibrates its own Fibonacci n");
-  }
-  XcallOptions o = xcall_options_from_flags(flags);
-  // napi/lab/xcall.mjs takes narrower ranges than the C++ lab; refuse what it would refuse, up front.
-  for (std::uint64_t p : o.payloads) {
-    if (p < kNapiMinPayload || p > kNapiMaxPayload) {
-      throw UsageError("napi: --payload " + std::to_string(p) + " is outside what the Node-API lab takes (" +
-                       std::to_string(kNapiMinPayload) + " .. " + std::to_string(kNapiMaxPayload) + " characters)");
-    }
-  }
-  for (auto w : o.works) {
-    if (w.count() > kNapiMaxWorkNs) {
-      throw UsageError("napi: --work " + format("%g", static_cast<double>(w.count()) / 1e9) +
-                       "s is more than the Node-API lab takes (10s)");
-    }
-  }
-  auto at_most = [](const char* what, std::uint64_t v) {
-    if (v > kNapiMaxCount) {
-      throw UsageError(std::string("napi: ") + what + " " + std::to_string(v) + " is more than the Node-API lab takes (" +
-                       std::to_string(kNapiMaxCount) + ")");
-    }
-  };
-  if (o.calls) at_most("--calls", *o.calls);
-  at_most("--warmup", o.warmup);
-  at_most("--seed", o.seed);
-  return o;
+  // The command line rejects these already (not_available); kept for callers that fill NapiFlags directly.
+  if (!flags.gap.empty()) throw UsageError(std::string("--gap: not available in napi: ") + kGapNotAvailable);
+  if (!flags.load_fib.empty()) throw UsageError(std::string("--load-fib: not available in napi: ") + kLoadFibNotAvailable);
+  return xcall_options_from_flags(flags, kNapiLimits);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -392,6 +373,7 @@ std::string napi_table(const NapiRun& r) {
       << r.node.invocations.size() << (r.node.invocations.size() == 1 ? " node run" : " node runs") << "), xthread "
       << format("%.1f", r.xthread.wall_s) << " s\n\n";
   out << render_combined_table(r.node.points, r.xthread.points);
+  out << "OH source: " << study000_citation() << "\n";
   return out.str();
 }
 
@@ -539,32 +521,24 @@ void register_napi_command(CLI::App& app, CommandResult& result) {
       "(xthread) for the same points, then prints OpenHarmony (published) | Node-API | xthread per cell. "
       "With no flags: 3 cases x 3 loads at 10 chars + 3 cases x 5 payloads idle, 2000 calls per idle point, "
       "1000 per loaded point, for each implementation (about 2 minutes on 2 cores).");
-  sub->add_option("--case", flags->cases, "cases, comma list of 1 (main loop), 2 (worker), 3 (worker -> main)")
-      ->default_str(flags->cases);
-  sub->add_option("--load", flags->loads, "main-thread loads, comma list of idle, medium (~2 ms), heavy (~7 ms)")
-      ->default_str(flags->loads);
-  sub->add_option("--payload", flags->payloads, "total characters of the two arguments, comma list (2 .. 64000000)")
-      ->default_str(flags->payloads);
-  sub->add_option("--work", flags->works, "extra busy-wait inside the callee, comma list of durations (at most 10s)")
-      ->default_str(flags->works);
-  sub->add_option("--calls", flags->calls,
-                  "measured calls per point, both implementations (default " + std::to_string(kDefaultIdleCalls) +
-                      " idle/hot, " + std::to_string(kDefaultLoadedCalls) + " under load)");
-  sub->add_option("--warmup", flags->warmup, "unrecorded calls before each point")->default_str(flags->warmup);
-  sub->add_flag("--hot", flags->hot, "back-to-back calls, no gap (default: random gap 0-200us idle, 0-8ms loaded)");
-  sub->add_flag("--full-matrix", flags->full_matrix, "measure every case x load x payload x work combination");
-  sub->add_option("--seed", flags->seed, "random seed of the gaps, 1 .. 10000000, both implementations (default: random)");
-  sub->add_option("--floor-round-trips", flags->floor_round_trips, "round trips per floor measurement")
-      ->default_str(flags->floor_round_trips);
+  sub->footer(kXcallRangesFooter);
+  add_xcall_flags(*sub, *flags, kNapiLimits, ", both implementations");
   // Not offered (node xcall.mjs has no equivalent); parsed only to reject them with a reason.
-  sub->add_option("--gap", flags->gap)->group("");
-  sub->add_option("--load-fib", flags->load_fib)->group("");
-  sub->add_option("--node", flags->node, "the node executable (default: node from PATH)");
-  sub->add_option("--addon", flags->addon, "the xthread_napi.node to load (default: " + default_napi_addon().string() + ")");
-  sub->add_option("--format", flags->format, "stdout format: table, csv or json")->default_str(flags->format);
-  sub->add_option("--out", flags->out, "directory for results.json (both implementations, raw samples), results.csv, "
-                                       "report.txt, PNG charts");
-  sub->add_flag("--quiet", flags->quiet, "no progress line, and node's own stderr only when it fails");
+  sub->add_option("--gap", flags->gap, std::string("not available: ") + kGapNotAvailable)
+      ->group("Not available in napi")
+      ->check(not_available(kGapNotAvailable));
+  sub->add_option("--load-fib", flags->load_fib, std::string("not available: ") + kLoadFibNotAvailable)
+      ->group("Not available in napi")
+      ->check(not_available(kLoadFibNotAvailable));
+  sub->add_option("--node", flags->node, "the node executable (default: node from PATH)")
+      ->type_name("PATH")
+      ->check(non_empty());
+  sub->add_option("--addon", flags->addon, "the xthread_napi.node to load (default: " + default_napi_addon().string() + ")")
+      ->type_name("PATH")
+      ->check(non_empty());
+  add_output_flags(*sub, flags->format, flags->out, flags->quiet,
+                   "directory for results.json (both implementations, raw samples), results.csv, report.txt, PNG charts",
+                   "no progress line, and node's own stderr only when it fails");
   sub->callback([flags, &result] { run(*flags, result); });
 }
 

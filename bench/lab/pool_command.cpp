@@ -1,15 +1,44 @@
 // `xthread-bench pool`: the command line and output of the thread-pool lab (driver: pool_lab.cpp).
 #include "pool_command.hpp"
 
+#include <chrono>
 #include <iostream>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "pool_lab.hpp"
+#include "pool_peers.hpp"
 #include "pool_results.hpp"
 
 namespace xthread_lab {
+namespace {
+
+// Ranges of the pool flags, stated in --help and checked by CLI11 before anything runs (exit 2).
+// Memory: every task of a run may be queued at once (a queued task, a ledger slot and, for futures, a
+// future: ~100-200 bytes), so 10 000 000 tasks per run stay under ~2 GB.
+constexpr std::uint64_t kMaxRuns = 1000;
+constexpr std::uint64_t kMaxThreads = 1024;  // --threads, --workers, --producers: real threads
+constexpr std::uint64_t kMaxTasks = 10'000'000;  // --tasks and --ops, per run
+constexpr std::chrono::nanoseconds kMinWindow = std::chrono::milliseconds(1);
+constexpr std::chrono::nanoseconds kMaxWindow = std::chrono::seconds(60);  // --window, --idle-window
+constexpr std::chrono::nanoseconds kMinBurst = std::chrono::microseconds(1);
+constexpr std::chrono::nanoseconds kMaxBurst = std::chrono::seconds(60);  // --burst-long, --burst-short, per task
+
+std::vector<std::string> workload_names() {
+  std::vector<std::string> names = {"all"};
+  for (pool::Workload w : pool::kAllWorkloads) names.emplace_back(pool::workload_name(w));
+  return names;
+}
+
+std::vector<std::string> pool_names() {
+  std::vector<std::string> names = {"all"};
+  for (const pool::Peer& p : pool::all_peers()) names.emplace_back(p.name);
+  return names;
+}
+
+}  // namespace
 
 void register_pool_command(CLI::App& app, CommandResult& result) {
   auto raw = std::make_shared<pool::RawOptions>();
@@ -25,51 +54,64 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       "and the task that reaches zero wakes the producer; no pool's own wait_idle is used for it.\n"
       "The default run (every workload and pool, 10 runs) takes about 6-7 minutes on a 2-core machine, 5 of them in "
       "eterfree (10 runs x 4 pools x ~7 s); e.g. `--runs 7 --tasks 20000` takes about 2 minutes.");
+  cmd->footer(
+      "Ranges (shown after each flag's type) are checked before anything runs; a value outside them is an error "
+      "(exit 2). --tasks and --ops are bounded so a run fits memory: every task of a run may be queued at once "
+      "(~100-200 bytes each), so 10000000 tasks stay under ~2 GB. Durations are at most 60s each.");
   cmd->add_option("--workload", raw->workloads,
                   "Comma-separated workloads, or all: eterfree, empty, futures, bulk, roundtrip, fine, producers, "
                   "oversubscribed, burst, idle")
       ->type_name("LIST")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(list_of(workload_names()));
   cmd->add_option("--pools", raw->pools, "Comma-separated pools, or all: xthread, asio, tbb, naive")
       ->type_name("LIST")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(list_of(pool_names()));
   cmd->add_option("--runs", raw->runs, "Runs per workload and pool, interleaved (7 or more for overhead workloads)")
       ->type_name("N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_in(1, kMaxRuns));
   cmd->add_option("--threads", raw->threads,
                   "Worker threads for eterfree and idle (the study's 16); oversubscribed always has 16, burst 4")
       ->type_name("N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_in(1, kMaxThreads));
   cmd->add_option("--workers", raw->workers,
                   "Worker threads for empty, futures, bulk, roundtrip, fine, producers (default: hardware concurrency)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(count_in(1, kMaxThreads));
   cmd->add_option("--tasks", raw->tasks, "Tasks per eterfree run (the study's 100000)")
       ->type_name("N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_in(1, kMaxTasks));
   cmd->add_option("--ops", raw->ops,
                   "Tasks per run of every overhead workload (default: empty 200000, futures 100000, bulk 4000000, "
                   "roundtrip 10000, fine 100000, producers 200000, oversubscribed 200000; not burst)")
-      ->type_name("N");
+      ->type_name("N")
+      ->check(count_in(1, kMaxTasks));
   cmd->add_option("--window", raw->window, "Eterfree: the study's fixed counting window")
       ->type_name("DURATION")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(duration_in(kMinWindow, kMaxWindow));
   cmd->add_option("--producers", raw->producers, "Producer threads of the producers workload")
       ->type_name("N")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(count_in(1, kMaxThreads));
   cmd->add_option("--idle-window", raw->idle_window, "Idle: how long the idle pool is watched")
       ->type_name("DURATION")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(duration_in(kMinWindow, kMaxWindow));
   cmd->add_option("--burst-long", raw->burst_long, "Burst: the long task posted first (it sleeps)")
       ->type_name("DURATION")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(duration_in(kMinBurst, kMaxBurst));
   cmd->add_option("--burst-short", raw->burst_short, "Burst: each of the 63 short tasks (they sleep)")
       ->type_name("DURATION")
-      ->capture_default_str();
-  cmd->add_option("--format", raw->format, "Output on stdout: table, csv or json")
-      ->type_name("FORMAT")
-      ->capture_default_str();
-  cmd->add_option("--out", raw->out, "Directory for results.json and PNG charts (created if needed)")->type_name("DIR");
-  cmd->add_flag("--quiet", raw->quiet, "No progress line on stderr (it is only shown on a terminal anyway)");
+      ->capture_default_str()
+      ->check(duration_in(kMinBurst, kMaxBurst));
+  add_output_flags(*cmd, raw->format, raw->out, raw->quiet, "Directory for results.json and PNG charts",
+                   "No progress line on stderr (it is only shown on a terminal anyway)");
 
   cmd->callback([raw, &result] {
     const pool::Options options = pool::parse_options(*raw);

@@ -106,7 +106,7 @@ void eterfree_section(const PoolReport& report, std::string& out) {
     if (s.workload != Workload::eterfree) continue;
     TextTable t;
     out += s.pool + " beside the study's published Eterfree table (study = published; window = count at the end of "
-           "the window; done = completion of all tasks):\n";
+           "the window; done = completion of all tasks).\nstudy: " + std::string(kStudy004Citation) + "\n";
     t.row({"run", "study tasks", "ms", "tasks/ms", "|", "window tasks", "ms", "tasks/ms", "|", "done tasks", "ms",
            "tasks/ms"});
     const std::size_t rows = std::max(kPublishedEterfree.size(), s.runs.size());

@@ -392,6 +392,10 @@ nlohmann::json to_json(const PoolReport& report) {
   }
   doc["published"] = {{"eterfree",
                        {{"source", "study 004 (Eterfree), latest run, Windows, 16 threads, 100000 tasks"},
+                        {"citation",
+                         {{"study", kStudy004Name},
+                          {"table", kStudy004Table},
+                          {"pool_repository", kStudy004PoolRepository}}},
                         {"runs", published},
                         {"average",
                          {{"tasks", kPublishedEterfreeAvgTasks},

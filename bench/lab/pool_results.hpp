@@ -23,7 +23,17 @@ inline constexpr std::string_view kPoolSchema = "xthread-bench/pool/1";
 // it compares (the targets of issue #9 are stated that way); fewer runs print the ratio without one.
 inline constexpr std::size_t kGoalMinRuns = 7;
 
-// Study 004's latest Eterfree run (Windows, 16 threads, 100 000 tasks, ~10 s window).
+// Study 004's latest Eterfree run (Windows, 16 threads, 100 000 tasks, ~10 s window): the Eterfree thread
+// pool performance test (线程池性能测试), section 结果 (results), the table of the Eterfree pool's latest
+// run, rows 1-10 and 平均 (average), copied row by row; cited in full by kStudy004Citation.
+inline constexpr std::string_view kStudy004Name = "Eterfree thread pool performance test (线程池性能测试)";
+inline constexpr std::string_view kStudy004Table =
+    "section 结果 (results), table of the Eterfree pool's latest run (10 tests of 16 threads x 100000 tasks, Visual "
+    "Studio 2022 x64 Release): rows 1-10 and 平均 (average), columns 任务数量/运行时间（毫秒）/执行速度（个/毫秒）";
+inline constexpr std::string_view kStudy004PoolRepository = "https://github.com/EterfreeA/ThreadPool";
+inline constexpr std::string_view kStudy004Citation =
+    "Eterfree thread pool performance test (线程池性能测试), section 结果 (results), table of the Eterfree pool's "
+    "latest run, rows 1-10 and 平均 (average); the pool: https://github.com/EterfreeA/ThreadPool";
 struct PublishedEterfreeRun {
   int run;
   std::uint64_t tasks;

@@ -6,9 +6,11 @@
 namespace xthread_lab {
 namespace {
 
-// Source: study 000, ThreadSafeFunctionPerf (OpenHarmony, napi_call_threadsafe_function), README
-// tables "测试主线程负载的影响" and "测试字符串长度的影响", 20 calls each, mean, microseconds.
-// Copied from /work/shared/seeds/000_735ac3eaee7ee3ad.txt.
+// Source: study 000, ThreadSafeFunctionPerf (OpenHarmony, napi_call_threadsafe_function), repository
+// kkup180/thread-safe-function-perf, README section "测试结果": kLoadTable is its table
+// "测试主线程负载的影响" (rows Case1-Case3, columns 空载/一版负载/重载), kPayloadTable its table
+// "测试字符串长度的影响" (rows Case1-Case3, columns HelloWorld/1000/10k/100k/1000k chars); 20 calls per
+// cell, mean, microseconds, copied row by row.
 constexpr std::array<std::string_view, 3> kLoads = {"idle", "medium", "heavy"};
 constexpr double kLoadTable[3][3] = {
     // idle  medium  heavy
@@ -42,6 +44,11 @@ std::optional<double> published_payload_mean_us(int case_id, std::uint64_t paylo
   return std::nullopt;
 }
 
+std::string study000_citation() {
+  return std::string(kStudy000Name) + " (repository " + std::string(kStudy000Repository) + "), " +
+         std::string(kStudy000LoadTable) + "; " + std::string(kStudy000PayloadTable);
+}
+
 nlohmann::json published_reference_json() {
   nlohmann::json load = nlohmann::json::object();
   nlohmann::json payload = nlohmann::json::object();
@@ -53,6 +60,11 @@ nlohmann::json published_reference_json() {
     }
   }
   return nlohmann::json{{"source", "study 000 ThreadSafeFunctionPerf (OpenHarmony, Node-API), published means"},
+                        {"citation",
+                         {{"study", kStudy000Name},
+                          {"repository", kStudy000Repository},
+                          {"load_table", kStudy000LoadTable},
+                          {"payload_table", kStudy000PayloadTable}}},
                         {"implementation", "openharmony-published"},
                         {"calls_per_cell", 20},
                         {"load_mean_us", load},

@@ -3,10 +3,12 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -35,7 +37,9 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ec);
 }
 
-ProcessResult run_bench(const std::vector<std::string>& args) {
+ProcessResult run_bench(const std::vector<std::string>& args) { return run_bench(args, std::chrono::milliseconds(0)); }
+
+ProcessResult run_bench(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
   // stdout/stderr go to files, not pipes: no deadlock however much the child writes.
   TempDir io;
   const std::string out_path = (io.path() / "stdout").string();
@@ -56,10 +60,22 @@ ProcessResult run_bench(const std::vector<std::string>& args) {
   posix_spawn_file_actions_destroy(&actions);
   if (rc != 0) throw std::runtime_error(std::string("cannot spawn ") + XTHREAD_BENCH_PATH);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    const pid_t done = ::waitpid(pid, &status, timeout.count() > 0 ? WNOHANG : 0);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) throw std::runtime_error(std::string("waitpid failed: ") + std::strerror(errno));
+    if (done == 0 && std::chrono::steady_clock::now() >= deadline) {
+      ::kill(pid, SIGKILL);  // our own child, by its id
+      timed_out = true;
+      timeout = std::chrono::milliseconds(0);  // now wait for it without polling
+    } else if (done == 0) {
+      ::usleep(10'000);
+    }
   }
   ProcessResult result;
+  result.timed_out = timed_out;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   result.out = slurp(out_path);
   result.err = slurp(err_path);

@@ -2,6 +2,7 @@
 // captures its exit status, stdout and stderr.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -12,10 +13,13 @@ struct ProcessResult {
   int exit_code = -1;  // -1 when killed by a signal
   std::string out;
   std::string err;
+  bool timed_out = false;  // killed (SIGKILL) because it outlived the timeout
 };
 
-// Runs xthread-bench with `args` (not including argv[0]); stdin is /dev/null.
+// Runs xthread-bench with `args` (not including argv[0]); stdin is /dev/null. With a timeout the child
+// is killed once it has run that long (timed_out, exit_code -1).
 ProcessResult run_bench(const std::vector<std::string>& args);
+ProcessResult run_bench(const std::vector<std::string>& args, std::chrono::milliseconds timeout);
 
 // A fresh, empty directory under the system temp directory, removed by the destructor.
 class TempDir {

@@ -79,10 +79,10 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"calls_zero", napi({"--calls", "0"}), "--calls"},
                       BadInput{"calls_beyond_node", napi({"--calls", "10000001"}), "10000001"},
                       BadInput{"seed_beyond_node", napi({"--seed", "10000001"}), "--seed"},
-                      BadInput{"payload_below_node", napi({"--payload", "1"}), "--payload 1"},
+                      BadInput{"payload_below_node", napi({"--payload", "1"}), "--payload: '1'"},
                       BadInput{"payload_beyond_node", napi({"--payload", "64000001"}), "64000001"},
                       BadInput{"work_malformed", napi({"--work", "3parsecs"}), "3parsecs"},
-                      BadInput{"work_beyond_node", napi({"--work", "11s"}), "--work 11s"},
+                      BadInput{"work_beyond_node", napi({"--work", "11s"}), "--work: '11s'"},
                       BadInput{"gap_not_offered", napi({"--gap", "0-1ms"}), "--gap"},
                       BadInput{"load_fib_not_offered", napi({"--load-fib", "20"}), "--load-fib"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
