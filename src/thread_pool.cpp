@@ -13,6 +13,7 @@
 
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/saturating_time.hpp"
+#include "xthread/detail/spin_mutex.hpp"
 #include "xthread/detail/task_queue.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 
@@ -35,10 +36,14 @@ void print_error(const char* where, const std::exception_ptr& error) noexcept {
 
 thread_local const PoolCore* current_pool = nullptr;
 thread_local std::size_t current_home = 0;       // the current worker's shard (valid with current_pool)
+// An outside producer posts runs of this many consecutive tasks to one shard, then moves to the next:
+// consecutive tasks (which often touch neighbouring data) mostly run on one worker, the producer keeps
+// one inbox line hot, and load still spreads over every shard.
+constexpr std::size_t kProducerRun = 32;
 // Where an outside producer posts next. Each thread starts at a different shard, so producers that
 // start together do not walk the shards in lockstep.
 std::atomic<std::size_t> producer_seed{0};
-thread_local std::size_t producer_cursor = producer_seed.fetch_add(1, std::memory_order_relaxed);
+thread_local std::size_t producer_cursor = producer_seed.fetch_add(kProducerRun, std::memory_order_relaxed);
 }  // namespace
 
 /// The engine behind ThreadPool; see docs/thread-pool.md for the design.
@@ -73,7 +78,7 @@ class PoolCore {
   bool enqueue(PoolTask&& task) {
     Shard& shard = shards_[pick_shard()];
     {
-      MutexLock lock(shard.inbox_mutex);
+      SpinLock lock(shard.inbox_mutex);
       // relaxed: shutdown() stores closing_ and then takes every inbox's mutex, so from then on every
       // post sees it here; a post that took the mutex earlier is queued before shutdown looks.
       if (closing_.load(std::memory_order_relaxed)) return false;
@@ -178,8 +183,8 @@ class PoolCore {
         TaskQueue<PoolTask> ready;
         TaskQueue<PoolTask> inbox;
         {
-          MutexLock ready_lock(shard.ready_mutex);
-          MutexLock inbox_lock(shard.inbox_mutex);
+          SpinLock ready_lock(shard.ready_mutex);
+          SpinLock inbox_lock(shard.inbox_mutex);
           ready.swap(shard.ready);
           inbox.swap(shard.inbox);
           shard.ready_count.store(0, std::memory_order_seq_cst);
@@ -211,11 +216,11 @@ class PoolCore {
   /// are in exactly one of the two rings: always visible to pause, drop, drain and pending.
   struct alignas(64) Shard {
     // Producer side.
-    Mutex inbox_mutex;
+    SpinMutex inbox_mutex;
     TaskQueue<PoolTask> inbox XTHREAD_GUARDED_BY(inbox_mutex);
     std::atomic<std::uint64_t> pushed{0};       // tasks ever pushed into inbox; written under inbox_mutex
     // Worker side, on its own cache line.
-    alignas(64) Mutex ready_mutex;
+    alignas(64) SpinMutex ready_mutex;
     TaskQueue<PoolTask> ready XTHREAD_GUARDED_BY(ready_mutex);
     std::atomic<std::uint64_t> moved{0};        // tasks ever taken out of inbox; written under both mutexes
     std::atomic<std::size_t> ready_count{0};    // mirror of ready.size(); written under ready_mutex
@@ -250,7 +255,7 @@ class PoolCore {
 
   std::size_t pick_shard() noexcept {
     if (current_pool == this) return current_home;  // a task's own follow-up work stays local
-    return producer_cursor++ % shard_count_;
+    return producer_cursor++ / kProducerRun % shard_count_;
   }
 
   std::size_t pending() const noexcept {
@@ -270,8 +275,8 @@ class PoolCore {
   /// before it has finished, and every later one sees the flags stored before it.
   void lock_every_shard_once() {
     for (std::size_t i = 0; i < shard_count_; ++i) {
-      { MutexLock lock(shards_[i].ready_mutex); }
-      { MutexLock lock(shards_[i].inbox_mutex); }
+      { SpinLock lock(shards_[i].ready_mutex); }
+      { SpinLock lock(shards_[i].inbox_mutex); }
     }
   }
 
@@ -287,7 +292,7 @@ class PoolCore {
           shard.pushed.load(std::memory_order_relaxed) == shard.moved.load(std::memory_order_relaxed)) {
         continue;
       }
-      MutexLock lock(shard.ready_mutex);
+      SpinLock lock(shard.ready_mutex);
       // relaxed: pause()/shutdown() store these, then pass through this mutex (see pause()).
       if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
       if (shard.ready.empty() && !take_inbox(shard)) continue;
@@ -303,7 +308,7 @@ class PoolCore {
   /// by one under its own lock while producers fill the other ring. Returns false if the inbox was
   /// empty too.
   bool take_inbox(Shard& shard) XTHREAD_REQUIRES(shard.ready_mutex) {
-    MutexLock lock(shard.inbox_mutex);
+    SpinLock lock(shard.inbox_mutex);
     if (shard.inbox.empty()) return false;
     shard.ready.swap(shard.inbox);  // O(1); the inbox keeps the old ready queue's spare block
     // seq_cst, ready_count before moved: see Shard::unstarted().
@@ -324,12 +329,16 @@ class PoolCore {
     became_idle_.notify_all();
   }
 
-  /// Wakes one sleeping worker when there is one and no wake is already on its way. A wake "on its
-  /// way" (waking_) is consumed by the first worker to leave or enter the sleep path, which then
-  /// searches every queue — so skipping the wake here never strands a task.
+  /// Wakes one sleeping worker when there is one, no worker is polling for work and no wake is
+  /// already on its way. Skipping never strands a task: a polling worker finds it (or, when it stops
+  /// polling, re-checks every queue before it sleeps — see worker_main), and a wake "on its way"
+  /// (waking_) is consumed by the first worker to leave or enter the sleep path, which then searches
+  /// every queue. A worker that finds work while more is queued calls this again (fan-out).
   void wake_one_if_sleeping() noexcept {
-    // seq_cst: the load half of the Dekker pair in sleep(); relaxed pre-check avoids a locked RMW.
+    // seq_cst: the load half of the Dekker pairs with sleep()'s registration and with a poller's
+    // decrement of polling_ (both followed by a re-check of the queues).
     if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
+    if (polling_.load(std::memory_order_seq_cst) != 0) return;
     if (waking_.load(std::memory_order_relaxed) || waking_.exchange(true, std::memory_order_seq_cst)) return;
     wake_epoch_.fetch_add(1, std::memory_order_release);  // release: a woken worker re-reads the queues anyway
     futex_wake_one(wake_epoch_);
@@ -359,8 +368,10 @@ class PoolCore {
 
   /// True when this worker may poll for work before sleeping (then it must decrement polling_).
   bool start_polling() noexcept {
-    // relaxed: a throttle, not a synchronization; a wrong guess only costs a poll or a futex wake.
-    const std::size_t limit = std::max<std::size_t>(1, live_workers_.load(std::memory_order_relaxed) / 2);
+    // relaxed: the limit is a throttle; a wrong guess only costs a poll or a futex wake. (Producers
+    // rely only on the decrement, see wake_one_if_sleeping.)
+    const std::size_t workers = std::min(live_workers_.load(std::memory_order_relaxed), cores_);
+    const std::size_t limit = std::max<std::size_t>(1, workers / 2);
     if (polling_.fetch_add(1, std::memory_order_relaxed) < limit) return true;
     polling_.fetch_sub(1, std::memory_order_relaxed);
     return false;
@@ -392,15 +403,22 @@ class PoolCore {
       mark_idle(*self);
       if (should_exit(*self)) break;
       // Work often arrives within microseconds: poll before sleeping — but at most half the workers
-      // at once (at least one): more pollers would burn cores without taking work any sooner.
+      // (or half the cores, if fewer; at least one) at once: more pollers would burn cores without
+      // taking work any sooner.
       if (start_polling()) {
         const bool found = spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin);
-        polling_.fetch_sub(1, std::memory_order_relaxed);
+        // seq_cst: the store half of the Dekker pair with wake_one_if_sleeping(): a producer that saw
+        // us polling skipped its wake, so we must see its task — in the claim (found) or in sleep()'s
+        // re-check, both after this.
+        polling_.fetch_sub(1, std::memory_order_seq_cst);
         if (found) continue;
       }
       sleep(*self);
     }
     mark_idle(*self);
+    // A producer may have skipped its wake because we were polling when resize() retired us: hand
+    // the wake on. (shutdown's workers leave only when nothing is claimable.)
+    if (claimable()) wake_one_if_sleeping();
     run_hook(on_thread_stop_, self->index, "ThreadPool on_thread_stop");
     current_pool = nullptr;
     self->exited.store(true, std::memory_order_release);
@@ -497,6 +515,7 @@ class PoolCore {
   const std::function<void(std::size_t)> on_thread_start_;
   const std::function<void(std::size_t)> on_thread_stop_;
   std::size_t shard_count_ = 1;
+  const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   std::unique_ptr<Shard[]> shards_;
 
   // Per-task path: atomics only.

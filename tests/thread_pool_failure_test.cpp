@@ -103,3 +103,19 @@ TEST(ThreadPoolFailure, AQueuePushThatCannotAllocateLeavesTheQueueUnchanged) {
   EXPECT_EQ(*queue.pop_front(), 3);
   EXPECT_TRUE(queue.empty());
 }
+
+TEST(ThreadPoolFailure, AQueueThatFilledAndDrainedOnceRefillsWithoutAllocating) {
+  using Queue = xthread::detail::TaskQueue<std::unique_ptr<int>, 4>;
+  Queue queue;
+  const std::size_t tasks = Queue::block_tasks * (Queue::kMaxSpareBlocks + 1);  // the head block + every spare
+  for (std::size_t i = 0; i < tasks; ++i) queue.push_back(nullptr);
+  while (!queue.empty()) (void)queue.pop_front();
+  allocations_until_failure = 0;  // any allocation from here on throws
+  for (std::size_t i = 0; i < tasks; ++i) queue.push_back(nullptr);
+  Queue other;
+  other.swap(queue);  // the spares travel with the swap
+  while (!other.empty()) (void)other.pop_front();
+  for (std::size_t i = 0; i < tasks; ++i) other.push_back(nullptr);
+  allocations_until_failure = -1;
+  EXPECT_EQ(other.size(), tasks);
+}

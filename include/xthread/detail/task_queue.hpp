@@ -10,9 +10,10 @@ namespace xthread::detail {
 
 /// FIFO of move-only tasks stored in linked blocks of kBlockTasks slots. Growing never copies or
 /// moves queued tasks and never touches more memory than the tasks need (a ring buffer that doubles
-/// moves every task and zero-fills the new array, in the caller's time); an emptied block is kept as a
-/// spare, so a queue that fills and drains in steady state does not allocate. swap() is O(1), which
-/// lets ThreadPool hand a whole inbox to a worker under two locks.
+/// moves every task and zero-fills the new array, in the caller's time). Emptied blocks are kept as
+/// spares (up to kMaxSpareBlocks), so a queue that fills and drains in steady state does not allocate.
+/// swap() is O(1) and exchanges the spares too: ThreadPool swaps a worker's drained ready queue with
+/// the producers' inbox, so the blocks the worker emptied go back to the producers without malloc.
 ///
 /// Not thread-safe: ThreadPool guards each queue with a mutex. Exception safety: push_back either
 /// queues the task or throws std::bad_alloc with the queue (and the task) unchanged.
@@ -22,8 +23,12 @@ class TaskQueue {
   static_assert(kBlockTasks > 0);
 
  public:
-  /// Tasks per block: the queue allocates when a push finds the last block full.
+  /// Tasks per block: the queue allocates when a push finds the last block full and no spare is left.
   static constexpr std::size_t block_tasks = kBlockTasks;
+  /// Emptied blocks kept for reuse; more are freed. 16 blocks of 128 tasks of 64 bytes = 128 KiB.
+  static constexpr std::size_t kMaxSpareBlocks = 16;
+  /// How many slots ahead push and pop prefetch (a task slot is about one cache line).
+  static constexpr std::size_t kPrefetchDistance = 4;
 
   TaskQueue() noexcept = default;
   TaskQueue(TaskQueue&& other) noexcept { swap(other); }
@@ -36,8 +41,8 @@ class TaskQueue {
   TaskQueue& operator=(const TaskQueue&) = delete;
   ~TaskQueue() {
     clear();
-    delete head_;  // clear() leaves at most the head block and the spare
-    delete spare_;
+    delete head_;  // clear() leaves at most the head block, and the spares
+    while (spares_ != nullptr) delete std::exchange(spares_, spares_->next);
   }
 
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
@@ -48,11 +53,17 @@ class TaskQueue {
     ::new (static_cast<void*>(tail_->slot(tail_index_))) Task(std::move(task));
     ++tail_index_;
     ++count_;
+    // The slot a few pushes ahead was last written by the thread that drained it (another core):
+    // fetch it for writing now, so the store does not miss later — under a lock whose release
+    // would wait for it.
+    if (tail_index_ + kPrefetchDistance < kBlockTasks) __builtin_prefetch(tail_->slot(tail_index_ + kPrefetchDistance), 1);
   }
 
   /// Precondition: !empty().
   Task pop_front() noexcept {
     Task* slot = head_->slot(head_index_);
+    // The slots ahead were written by the producers (another core): start fetching them.
+    if (head_index_ + kPrefetchDistance < kBlockTasks) __builtin_prefetch(head_->slot(head_index_ + kPrefetchDistance), 0);
     Task task(std::move(*slot));
     slot->~Task();
     ++head_index_;
@@ -84,7 +95,8 @@ class TaskQueue {
     std::swap(head_index_, other.head_index_);
     std::swap(tail_index_, other.tail_index_);
     std::swap(count_, other.count_);
-    std::swap(spare_, other.spare_);
+    std::swap(spares_, other.spares_);
+    std::swap(spare_count_, other.spare_count_);
   }
 
  private:
@@ -95,7 +107,13 @@ class TaskQueue {
   };
 
   void append_block() {
-    Block* block = spare_ != nullptr ? std::exchange(spare_, nullptr) : new Block;  // may throw bad_alloc
+    Block* block = nullptr;
+    if (spares_ != nullptr) {
+      block = std::exchange(spares_, spares_->next);
+      --spare_count_;
+    } else {
+      block = new Block;  // may throw bad_alloc: nothing changed
+    }
     block->next = nullptr;
     if (tail_ == nullptr) {
       head_ = block;
@@ -108,14 +126,16 @@ class TaskQueue {
   }
 
   void recycle(Block* block) noexcept {
-    if (spare_ == nullptr) {
-      spare_ = block;
+    if (spare_count_ < kMaxSpareBlocks) {
+      block->next = spares_;
+      spares_ = block;
+      ++spare_count_;
     } else {
       delete block;
     }
   }
 
-  /// With the queue empty, returns every block after the head to the spare slot or the heap.
+  /// With the queue empty, returns every block after the head to the spares or the heap.
   void release_after_head() noexcept {
     if (head_ == nullptr) return;
     Block* block = head_->next;
@@ -128,7 +148,8 @@ class TaskQueue {
   std::size_t head_index_ = 0;
   std::size_t tail_index_ = 0;
   std::size_t count_ = 0;
-  Block* spare_ = nullptr;        // one emptied block kept for the next growth
+  Block* spares_ = nullptr;       // emptied blocks kept for the next growth (a stack, linked by next)
+  std::size_t spare_count_ = 0;
 };
 
 }  // namespace xthread::detail
