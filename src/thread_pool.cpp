@@ -383,9 +383,14 @@ class PoolCore {
     name_thread(self->index);
     run_hook(on_thread_start_, self->index, "ThreadPool on_thread_start");
     PoolTask task;
+    // Poll before sleeping only after running a task: that is when more work tends to follow. A
+    // worker woken for work that another took goes straight back to sleep — after a burst, woken
+    // workers arriving late would otherwise each poll in turn, burning the idle pool's CPU.
+    bool may_poll = true;
     for (;;) {
       if (self->retire.load(std::memory_order_acquire)) break;
       if (claim(*self, task)) {
+        may_poll = true;
         // Fan out: more work queued and somebody asleep → recruit one more worker (it recruits the
         // next), so a burst spreads while a trickle keeps one worker awake.
         // relaxed pre-check: skip summing the queues while nobody sleeps (the common, busy case).
@@ -402,10 +407,10 @@ class PoolCore {
       }
       mark_idle(*self);
       if (should_exit(*self)) break;
-      // Work often arrives within microseconds: poll before sleeping — but at most half the workers
+      // Work often arrives within microseconds: poll before sleeping (after a task) — but at most half the workers
       // (or half the cores, if fewer; at least one) at once: more pollers would burn cores without
       // taking work any sooner.
-      if (start_polling()) {
+      if (may_poll && start_polling()) {
         const bool found = spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin);
         // seq_cst: the store half of the Dekker pair with wake_one_if_sleeping(): a producer that saw
         // us polling skipped its wake, so we must see its task — in the claim (found) or in sleep()'s
@@ -414,6 +419,7 @@ class PoolCore {
         if (found) continue;
       }
       sleep(*self);
+      may_poll = false;
     }
     mark_idle(*self);
     // A producer may have skipped its wake because we were polling when resize() retired us: hand

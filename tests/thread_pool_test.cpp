@@ -416,3 +416,29 @@ TEST(ThreadPoolContracts, ExceptionsFromHooksGoToOnError) {
   }
   EXPECT_EQ(errors.load(), 2);
 }
+
+// A producer does not wake a sleeper while a worker polls (the poller will take the task). If that
+// poller is retired by resize() at the same moment, it must pass the wake on before it exits, or the
+// task waits for the next post. Each round: a task (so a worker polls afterwards), then resize(1) and
+// a post racing; the posted task must run without any further event.
+TEST(ThreadPoolContracts, ATaskPostedWhileThePollingWorkerRetiresStillRuns) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  int rounds = 0;
+  while (std::chrono::steady_clock::now() < deadline && rounds < 3000) {
+    ++rounds;
+    xthread::ThreadPool pool{2};
+    pool.submit([] {}).get();  // a worker ran a task: it polls now
+    std::atomic<bool> ran{false};
+    std::latch go(2);
+    std::thread resizer([&] {
+      go.arrive_and_wait();
+      pool.resize(1);
+    });
+    go.arrive_and_wait();
+    ASSERT_TRUE(pool.post([&] { ran.store(true); }));
+    resizer.join();
+    ASSERT_TRUE(xthread_test::eventually([&] { return ran.load(); }, std::chrono::seconds(5)))
+        << "a task posted while the polling worker retired never ran (round " << rounds << ")";
+  }
+  EXPECT_GT(rounds, 0);
+}
