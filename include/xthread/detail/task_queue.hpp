@@ -56,7 +56,7 @@ class TaskQueue {
     // The slot a few pushes ahead was last written by the thread that drained it (another core):
     // fetch it for writing now, so the store does not miss later — under a lock whose release
     // would wait for it.
-    if (tail_index_ + kPrefetchDistance < kBlockTasks) __builtin_prefetch(tail_->slot(tail_index_ + kPrefetchDistance), 1);
+    if (tail_index_ + kPrefetchDistance < kBlockTasks) prefetch_for_write(tail_->slot(tail_index_ + kPrefetchDistance));
   }
 
   /// Precondition: !empty().
@@ -100,11 +100,25 @@ class TaskQueue {
   }
 
  private:
+  /// Slots start on a cache line, so a 64-byte task (ThreadPool's) occupies exactly one line: a push
+  /// or pop then moves one line between cores, not two.
+  static constexpr std::size_t kCacheLine = 64;
+
   struct Block {
     Block* next = nullptr;
-    alignas(Task) unsigned char storage[kBlockTasks * sizeof(Task)];
+    alignas(alignof(Task) > kCacheLine ? alignof(Task) : kCacheLine) unsigned char storage[kBlockTasks * sizeof(Task)];
     Task* slot(std::size_t index) noexcept { return std::launder(reinterpret_cast<Task*>(storage + index * sizeof(Task))); }
   };
+
+  /// Asks for the line in exclusive state (x86 PREFETCHW; a no-op on CPUs without it). A plain
+  /// prefetch would fetch it shared, and the store would still wait for the other core to let go.
+  static void prefetch_for_write(const void* address) noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    asm volatile("prefetchw %0" : : "m"(*static_cast<const char*>(address)));
+#else
+    __builtin_prefetch(address, 1);
+#endif
+  }
 
   void append_block() {
     Block* block = nullptr;
