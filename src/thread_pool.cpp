@@ -64,13 +64,16 @@ class PoolCore {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     shard_count_ = std::min(threads, kMaxShards);
     shards_ = std::make_unique<Shard[]>(shard_count_);
+    std::uint32_t spawned = 0;
     try {
       MutexLock lock(mutex_);
       grow_locked(threads);
+      spawned = static_cast<std::uint32_t>(next_index_);
     } catch (...) {
       shutdown(Shutdown::drain);  // nothing queued yet: stops and joins the workers already started
       throw;
     }
+    wait_until_started(spawned);
   }
 
   ~PoolCore() { shutdown(Shutdown::drain); }
@@ -97,12 +100,14 @@ class PoolCore {
   void resize(std::size_t threads) {
     if (threads == 0) throw std::invalid_argument("xthread::ThreadPool::resize: need at least one thread");
     std::vector<std::unique_ptr<Worker>> finished;
+    std::uint32_t spawned = 0;  // workers ever created, once this call's new ones are
     {
       MutexLock lock(mutex_);
       if (closing_.load(std::memory_order_relaxed)) throw std::logic_error("xthread::ThreadPool::resize: the pool is shut down");
       collect_exited_locked(finished);
       if (threads > workers_.size()) {
         grow_locked(threads);
+        spawned = static_cast<std::uint32_t>(next_index_);
       } else if (threads < workers_.size()) {
         while (workers_.size() > threads) {
           // release: the worker's acquire load sees the flag between two tasks; it holds no queued
@@ -116,6 +121,7 @@ class PoolCore {
     }
     wake_all();  // sleeping retirees wake to exit
     for (auto& worker : finished) worker->thread.join();
+    wait_until_started(spawned);
   }
 
   void wait_idle() {
@@ -366,6 +372,18 @@ class PoolCore {
     return stopping_.load(std::memory_order_acquire) && !claimable();
   }
 
+  /// The constructor and resize() return once every worker they created is running and has finished
+  /// on_thread_start: a new pool is settled (no thread still starting up while the caller measures or
+  /// posts), and thread-local set-up done by the hook is complete. Not from one of the pool's own
+  /// threads (a hook that resizes would wait for itself).
+  void wait_until_started(std::uint32_t spawned) noexcept {
+    if (in_worker_thread()) return;
+    // acquire: pairs with the worker's release increment.
+    for (std::uint32_t now = started_.load(std::memory_order_acquire); now < spawned; now = started_.load(std::memory_order_acquire)) {
+      futex_wait(started_, now);
+    }
+  }
+
   /// True when this worker may poll for work before sleeping (then it must decrement polling_).
   bool start_polling() noexcept {
     // relaxed: the limit is a throttle; a wrong guess only costs a poll or a futex wake. (Producers
@@ -382,11 +400,14 @@ class PoolCore {
     current_home = self->home;
     name_thread(self->index);
     run_hook(on_thread_start_, self->index, "ThreadPool on_thread_start");
+    // release: the constructor (or resize) that waits for this count sees the hook's effects.
+    started_.fetch_add(1, std::memory_order_release);
+    futex_wake_all(started_);
     PoolTask task;
     // Poll before sleeping only after running a task: that is when more work tends to follow. A
     // worker woken for work that another took goes straight back to sleep — after a burst, woken
     // workers arriving late would otherwise each poll in turn, burning the idle pool's CPU.
-    bool may_poll = true;
+    bool may_poll = false;  // nor before the first task: a new worker has nothing to expect yet
     for (;;) {
       if (self->retire.load(std::memory_order_acquire)) break;
       if (claim(*self, task)) {
@@ -532,6 +553,7 @@ class PoolCore {
   alignas(64) std::atomic<std::uint32_t> sleepers_{0};
   std::atomic<bool> waking_{false};
   std::atomic<std::size_t> polling_{0};       // workers polling for work before they sleep
+  std::atomic<std::uint32_t> started_{0};     // workers that finished on_thread_start (futex word)
   std::atomic<std::uint32_t> wake_epoch_{0};  // futex word sleeping workers wait on
   alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
   std::atomic<std::size_t> live_workers_{0};  // mirror of workers_.size()

@@ -442,3 +442,33 @@ TEST(ThreadPoolContracts, ATaskPostedWhileThePollingWorkerRetiresStillRuns) {
   }
   EXPECT_GT(rounds, 0);
 }
+
+// The constructor and a growing resize return only when every new worker has run on_thread_start,
+// and what the hook wrote is visible to the caller without further synchronization.
+TEST(ThreadPoolContracts, ConstructorAndResizeReturnOnceEveryNewWorkerHasStarted) {
+  constexpr std::size_t kWorkers = 6;
+  std::vector<int> started_by(16, 0);  // plain ints: written by the hooks, read after the constructor
+  xthread::ThreadPool::Options options;
+  options.threads = kWorkers;
+  options.on_thread_start = [&](std::size_t index) { started_by[index] = 1; };
+  xthread::ThreadPool pool{options};
+  for (std::size_t i = 0; i < kWorkers; ++i) EXPECT_EQ(started_by[i], 1) << i;  // TSan checks the ordering
+  pool.resize(kWorkers + 3);
+  for (std::size_t i = 0; i < kWorkers + 3; ++i) EXPECT_EQ(started_by[i], 1) << i;
+  EXPECT_EQ(pool.stats().workers, kWorkers + 3);
+}
+
+// A hook may resize the pool: the resize does not wait for the worker it runs on.
+TEST(ThreadPoolContracts, AStartHookThatResizesThePoolDoesNotDeadlock) {
+  xthread::ThreadPool* self = nullptr;
+  std::atomic<bool> resized{false};
+  xthread::ThreadPool::Options options;
+  options.threads = 1;
+  options.on_thread_start = [&](std::size_t index) {
+    if (index == 1 && !resized.exchange(true)) self->resize(3);  // the second worker grows the pool
+  };
+  xthread::ThreadPool pool{options};
+  self = &pool;
+  pool.resize(2);  // worker 1 starts, its hook resizes to 3 from inside the pool
+  EXPECT_TRUE(xthread_test::eventually([&] { return pool.stats().workers == 3; }));
+}

@@ -74,8 +74,9 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
              " ms (task bodies sleep: 4 spinning workers would oversubscribe a 2-core machine); " + threads + " workers";
     }
     case Workload::idle:
-      return "idle: " + threads + " idle workers (after a warm-up) for " +
-             num(static_cast<double>(c.value("idle_window_ns", std::int64_t{0})) * 1e-6) + " ms: process CPU";
+      return "idle: " + threads + " idle workers (after a warm-up and " + std::to_string(detail::kIdleSettle.count()) + " ms to settle) for " +
+             num(static_cast<double>(c.value("idle_window_ns", std::int64_t{0})) * 1e-6) +
+             " ms: CPU of the pool's threads (every thread but the measuring one, /proc/self/task/*/schedstat)";
   }
   return "";
 }

@@ -1,6 +1,12 @@
 #include "pool_workloads.hpp"
 
+#include <dirent.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <numeric>
 
 namespace xthread_lab::pool {
@@ -154,6 +160,32 @@ Ledger::Check Ledger::check() const {
                      " ran more than once (first bad task #" + std::to_string(first_bad) + ")";
   }
   return result;
+}
+
+std::map<long, std::uint64_t> other_threads_cpu_ns() {
+  std::map<long, std::uint64_t> cpu;
+  const long self = static_cast<long>(::syscall(SYS_gettid));
+  DIR* tasks = ::opendir("/proc/self/task");
+  if (tasks == nullptr) return cpu;
+  while (const dirent* entry = ::readdir(tasks)) {
+    if (entry->d_name[0] == '.') continue;
+    const long tid = std::strtol(entry->d_name, nullptr, 10);
+    if (tid == self) continue;
+    std::ifstream schedstat(std::string("/proc/self/task/") + entry->d_name + "/schedstat");
+    std::uint64_t on_cpu_ns = 0;
+    if (schedstat >> on_cpu_ns) cpu[tid] = on_cpu_ns;
+  }
+  ::closedir(tasks);
+  return cpu;
+}
+
+std::uint64_t cpu_ns_between(const std::map<long, std::uint64_t>& before, const std::map<long, std::uint64_t>& after) {
+  std::uint64_t total = 0;
+  for (const auto& [tid, ns] : after) {
+    const auto it = before.find(tid);
+    if (it != before.end() && ns >= it->second) total += ns - it->second;
+  }
+  return total;
 }
 
 }  // namespace xthread_lab::pool

@@ -26,6 +26,7 @@
 #include <exception>
 #include <future>
 #include <latch>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -151,6 +152,15 @@ BodyTiming measure_eterfree_body(std::size_t samples);
 inline void burst_task(std::chrono::nanoseconds d) { std::this_thread::sleep_for(d); }
 // Runs burst_task(d) `samples` times on the calling thread.
 BodyTiming measure_sleep_body(std::chrono::nanoseconds d, std::size_t samples);
+
+// CPU time (ns) of each thread of this process except the calling one, by thread id, from
+// /proc/self/task/<tid>/schedstat (the scheduler's exact on-CPU time, as CLOCK_THREAD_CPUTIME_ID).
+// The idle workload measures the pool's threads with it: process CPU (getrusage) also counts the
+// measuring thread, which this VM charges ~100-300 us per second while it only sleeps — more than an
+// idle pool's own threads use, so process CPU compared noise rather than pools.
+std::map<long, std::uint64_t> other_threads_cpu_ns();
+// Sum over the threads present in both snapshots of (after - before).
+std::uint64_t cpu_ns_between(const std::map<long, std::uint64_t>& before, const std::map<long, std::uint64_t>& after);
 // Spin iterations for a spin_work() call of about `target_ns` on this core, and its measured duration.
 struct FineCalibration {
   std::uint64_t iterations = 1;
@@ -531,11 +541,20 @@ void run_burst(A& pool, Completion& completion, const WorkloadParams& params, Ru
 
 // The idle pool is measured over a fixed window; the sleep is the workload (nothing to wait for).
 // Its tasks are the warm-up's, already counted by warm_up().
+// The figure is the CPU of the pool's threads (every thread but this one) over the window; see
+// other_threads_cpu_ns(). The window starts kIdleSettle after the warm-up's last task: it measures
+// being idle, not going idle (a pool that polls briefly after its last task, as xthread does for 20
+// us, pays that in the workloads with tasks — roundtrip's CPU per round trip shows it).
+inline constexpr std::chrono::milliseconds kIdleSettle{100};
 inline void run_idle(const WorkloadParams& params, std::uint64_t warm_tasks, RunSample& sample) {
   sample.expected = warm_tasks;
   sample.ran = warm_tasks;
   sample.counted = warm_tasks;
+  std::this_thread::sleep_for(kIdleSettle);
+  const auto before = other_threads_cpu_ns();
   measure(sample, [&] { std::this_thread::sleep_for(params.idle_window); });
+  const auto after = other_threads_cpu_ns();
+  sample.cpu_s = static_cast<double>(cpu_ns_between(before, after)) * 1e-9;
 }
 
 }  // namespace detail

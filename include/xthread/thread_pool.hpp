@@ -154,7 +154,9 @@ class ThreadPool {
     std::function<void(std::exception_ptr)> on_error;
     /// Run on each worker thread when it starts / just before it exits (resize down, shutdown), with
     /// the worker's index (the one in its name): for naming, affinity, thread-local set-up. No task
-    /// runs on the thread before on_thread_start returns or after on_thread_stop starts.
+    /// runs on the thread before on_thread_start returns or after on_thread_stop starts. The
+    /// constructor (and a growing resize) waits for every new worker's on_thread_start to return, so
+    /// on_thread_start must not wait for the code that constructs the pool.
     std::function<void(std::size_t index)> on_thread_start;
     std::function<void(std::size_t index)> on_thread_stop;
   };
@@ -166,8 +168,10 @@ class ThreadPool {
     std::uint64_t completed = 0;   ///< tasks finished since construction
   };
 
-  /// Starts the workers. If a thread cannot be created (std::system_error), the constructor stops and
-  /// joins the ones already started and rethrows: nothing is left running.
+  /// Starts the workers and returns once every one is running and has finished on_thread_start
+  /// (what the hook did happens-before the return). If a thread cannot be created
+  /// (std::system_error), the constructor stops and joins the ones already started and rethrows:
+  /// nothing is left running.
   ThreadPool();
   explicit ThreadPool(Options options);
   /// Same as ThreadPool(Options{.threads = threads}).
@@ -227,9 +231,11 @@ class ThreadPool {
     if (state->failed.load(std::memory_order_acquire)) std::rethrow_exception(state->error);
   }
 
-  /// Any thread. Grows at once (throws std::system_error if a thread cannot be created; the ones
-  /// created stay); shrinking retires workers, each after the task it is running (a worker holds no
-  /// queued tasks, so nothing moves). Never blocks on a busy worker. threads must be > 0.
+  /// Any thread. Grows at once and, unless called from one of the pool's own threads, returns once
+  /// the new workers run (as the constructor; throws std::system_error if a thread cannot be
+  /// created; the ones created stay); shrinking retires workers, each after the task it is running (a
+  /// worker holds no queued tasks, so nothing moves). Never blocks on a busy worker. threads must be
+  /// > 0.
   void resize(std::size_t threads);
 
   /// Blocks until no task is running and every queue is empty (or the pool is paused: then only until
