@@ -11,6 +11,10 @@ where save(fig, file_name) writes a matplotlib figure atomically and records its
 Each PNG is written to a temporary file and renamed, so a failure never leaves a half-written chart.
 The names of the files written are printed on stdout, one per line; errors go to stderr with exit
 status != 0. xthread-bench runs this with /usr/bin/python3 (Debian's python3-matplotlib).
+
+With XTHREAD_LAB_KIND=quick in the environment (scripts/lab's default quick run sets it), every chart
+carries the line "quick run — for publication use scripts/lab --full", so a quick chart is never mistaken
+for a publication one.
 """
 
 import importlib.util
@@ -53,6 +57,9 @@ class Saver:
     def __call__(self, fig, name):
         final = os.path.join(self.out_dir, name)
         temp = os.path.join(self.out_dir, f".{name}.tmp-{os.getpid()}")
+        if os.environ.get("XTHREAD_LAB_KIND") == "quick":
+            fig.text(0.5, -0.02, "quick run — for publication use scripts/lab --full", ha="center", va="top",
+                     fontsize=9, color="#9a6700")
         try:
             fig.savefig(temp, format="png", dpi=110, bbox_inches="tight")
             os.replace(temp, final)

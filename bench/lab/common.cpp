@@ -389,8 +389,10 @@ Progress::~Progress() { done(); }
 
 void Progress::update(std::string_view line) {
   if (!enabled_) return;
+  const auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start_);
   std::string out = "\r";
   out.append(line);
+  out.append("  [" + std::to_string(elapsed.count()) + " s]");
   out.append("\x1b[K");  // clear the rest of the previous, possibly longer, line
   std::fwrite(out.data(), 1, out.size(), stderr);
   std::fflush(stderr);

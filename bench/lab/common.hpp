@@ -158,9 +158,9 @@ double thread_cpu_seconds();
 // ---------------------------------------------------------------------------------------------
 // Progress line on stderr.
 
-// Shows one self-overwriting status line ("\r...") on stderr. It writes nothing at all unless it was
-// constructed enabled (i.e. not --quiet) AND stderr is a terminal, so redirected output and tests
-// never see it. Not thread-safe: use it from one thread.
+// Shows one self-overwriting status line ("\r...") on stderr, ending with the time since construction
+// ("  [12 s]"). It writes nothing at all unless it was constructed enabled (i.e. not --quiet) AND stderr
+// is a terminal, so redirected output and tests never see it. Not thread-safe: use it from one thread.
 class Progress {
  public:
   explicit Progress(bool enabled);
@@ -175,6 +175,7 @@ class Progress {
  private:
   bool enabled_;
   bool dirty_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 // ---------------------------------------------------------------------------------------------
