@@ -16,6 +16,7 @@
 #include <fstream>
 #include <memory>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "text_table.hpp"
@@ -57,12 +58,17 @@ std::string join(const std::vector<std::string>& items, const char* sep) {
   return out;
 }
 
+// Implementation names of the Node-API points (napi/lab/xcall.mjs --impl bridge,raw).
+constexpr const char* kBridgeImpl = "node-api";
+constexpr const char* kRawImpl = "node-api-raw";
+
 // ---------------------------------------------------------------------------------------------
 // Options
 
 constexpr const char* kGapNotAvailable =
     "the Node-API lab uses the study's gaps (0-200us idle, 0-8ms loaded), or none with --hot";
-constexpr const char* kLoadFibNotAvailable = "each implementation calibrates its own Fibonacci n";
+constexpr const char* kLoadFibNotAvailable =
+    "each implementation calibrates its own Fibonacci n and tops each run up to the same target";
 
 // What napi/lab/xcall.mjs takes: narrower than the C++ lab, refused up front.
 constexpr XcallFlagLimits kNapiLimits{kNapiMinPayload, kNapiMaxPayload, kNapiMaxCount};
@@ -195,7 +201,8 @@ LoadInfo load_info_from_json(const nlohmann::json& in) {
 }
 
 struct NodeHalf {
-  std::vector<XcallPoint> points;
+  std::vector<XcallPoint> points;      // the bridge, implementation "node-api"
+  std::vector<XcallPoint> raw_points;  // bare TSFN + C++ wait, implementation "node-api-raw"
   std::vector<LoadInfo> loads;
   nlohmann::json machine = nlohmann::json::object();
   nlohmann::json invocations = nlohmann::json::array();
@@ -241,11 +248,11 @@ NodeHalf run_node_half(const XcallOptions& options, const NodeSetup& setup, Prog
     try {
       doc = nlohmann::json::parse(slurp(json_path));
       if (doc.value("schema", "") != kXcallSchema) throw std::runtime_error("schema is not " + std::string(kXcallSchema));
-      auto points = read_xcall_points(doc);
-      for (auto& p : points) {
-        if (p.implementation != "node-api") throw std::runtime_error("a point of implementation '" + p.implementation + "'");
+      for (auto& p : read_xcall_points(doc)) {
+        if (p.implementation == kBridgeImpl) half.points.push_back(std::move(p));
+        else if (p.implementation == kRawImpl) half.raw_points.push_back(std::move(p));
+        else throw std::runtime_error("a point of implementation '" + p.implementation + "'");
       }
-      half.points.insert(half.points.end(), points.begin(), points.end());
       for (const auto& l : doc.value("loads", nlohmann::json::array())) half.loads.push_back(load_info_from_json(l));
       if (half.machine.empty()) half.machine = doc.value("machine", nlohmann::json::object());
     } catch (const std::exception& e) {
@@ -292,12 +299,28 @@ nlohmann::json run_json(double wall_s, const CpuTimes& cpu) {
   return {{"wall_s", wall_s}, {"cpu_user_s", cpu.user_s}, {"cpu_system_s", cpu.system_s}};
 }
 
+nlohmann::json load_check_json(const std::vector<LoadCheck>& checks) {
+  nlohmann::json out = nlohmann::json::array();
+  auto opt = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); };
+  for (const auto& c : checks) {
+    out.push_back({{"load", c.load},
+                   {"target_ms", c.target_ms},
+                   {"node-api_ms", opt(c.node_ms)},
+                   {"xthread_ms", opt(c.xthread_ms)},
+                   {"tolerance", kLoadTolerance},
+                   {"like_for_like", c.problems.empty()},
+                   {"problems", c.problems}});
+  }
+  return out;
+}
+
 nlohmann::json napi_json(const NapiRun& r) {
   nlohmann::json config = r.xthread.config;
   config["node"] = r.setup.node.string();
   config["addon"] = r.setup.addon.string();
   config["script"] = r.setup.script.string();
   nlohmann::json points = nlohmann::json::array();
+  for (const auto& p : r.node.raw_points) points.push_back(p);
   for (const auto& p : r.node.points) points.push_back(p);
   for (const auto& p : r.xthread.points) points.push_back(p);
   nlohmann::json node_run = run_json(r.node.wall_s, r.node.cpu);
@@ -309,6 +332,7 @@ nlohmann::json napi_json(const NapiRun& r) {
       {"config", config},
       {"floors", r.xthread.floors},
       {"loads", {{"node-api", r.node.loads}, {"xthread", r.xthread.loads}}},
+      {"load_check", load_check_json(check_loads(r.node.loads, r.xthread.loads))},
       {"points", points},
       {"reference", published_reference_json()},
       {"run",
@@ -320,7 +344,8 @@ std::string napi_csv(const NapiRun& r) {
   XcallReport node;
   node.floors = r.xthread.floors;  // the machine's floors, measured once in this run
   node.loads = r.node.loads;
-  node.points = r.node.points;
+  node.points = r.node.raw_points;
+  node.points.insert(node.points.end(), r.node.points.begin(), r.node.points.end());
   std::string out = report_csv(node);
   const std::string xthread = report_csv(r.xthread);
   out += xthread.substr(xthread.find('\n') + 1);  // one header
@@ -331,8 +356,8 @@ std::string napi_table(const NapiRun& r) {
   std::ostringstream out;
   const auto& m = r.xthread.machine;
   const auto& nm = r.node.machine;
-  out << "xthread-bench napi: study 000 (ThreadSafeFunctionPerf): OpenHarmony (published) | Node-API | xthread,\n"
-      << "the last two measured here, one after the other, with the same points, calls and gaps\n";
+  out << "xthread-bench napi: study 000 (ThreadSafeFunctionPerf): OpenHarmony (published) | TSFN raw | Node-API |\n"
+      << "xthread, the last three measured here, one after the other, with the same points, calls, gaps and load\n";
   out << "machine : " << m.cpus << " cpus" << (m.cpu_model.empty() ? "" : " (" + m.cpu_model + ")") << ", "
       << m.kernel.substr(0, m.kernel.find(' ', m.kernel.find(' ') + 1)) << ", " << m.compiler << ", build "
       << m.build_type << "\n";
@@ -356,23 +381,34 @@ std::string napi_table(const NapiRun& r) {
   auto describe = [](const std::vector<LoadInfo>& loads, const std::string& level) -> std::string {
     for (const auto& l : loads) {
       if (l.load == level) {
-        return "fib(" + (l.fib_n ? std::to_string(*l.fib_n) : std::string("?")) + ") " + format("%.2f", l.load_ms) +
-               " ms per run, duty " + format("%.1f", l.duty * 100) + " %";
+        return "fib(" + (l.fib_n ? std::to_string(*l.fib_n) : std::string("?")) + ")" +
+               (l.target_ms > 0 ? " + top-up" : "") + " " + format("%.2f", l.load_ms) + " ms per run, duty " +
+               format("%.1f", l.duty * 100) + " %";
       }
     }
     return "-";
   };
-  for (const char* level : {"medium", "heavy"}) {
-    const bool any = std::any_of(r.xthread.loads.begin(), r.xthread.loads.end(),
-                                 [&](const LoadInfo& l) { return l.load == level; });
-    if (!any) continue;
-    out << "load    : " << level << " (every 8 ms): Node-API " << describe(r.node.loads, level) << "; xthread "
-        << describe(r.xthread.loads, level) << "\n";
+  const auto checks = check_loads(r.node.loads, r.xthread.loads);
+  std::set<std::string> flagged;
+  for (const auto& check : checks) {
+    out << "load    : " << check.load << " (target " << format("%.1f", check.target_ms) << " ms every 8 ms): Node-API "
+        << describe(r.node.loads, check.load) << "; xthread " << describe(r.xthread.loads, check.load)
+        << (check.problems.empty() ? "; same load (within 10 %)" : "") << "\n";
+    if (!check.problems.empty()) {
+      flagged.insert(check.load);
+      out << "          ! NOT LIKE FOR LIKE: " << join(check.problems, "; ") << "\n";
+    }
   }
   out << "run     : " << format("%.1f", r.wall_s) << " s wall: Node-API " << format("%.1f", r.node.wall_s) << " s ("
       << r.node.invocations.size() << (r.node.invocations.size() == 1 ? " node run" : " node runs") << "), xthread "
       << format("%.1f", r.xthread.wall_s) << " s\n\n";
-  out << render_combined_table(r.node.points, r.xthread.points);
+  out << render_combined_table(r.node.points, r.xthread.points, r.node.raw_points, flagged);
+  if (!flagged.empty()) {
+    out << "! = the two implementations' main-thread loads of this row differ by more than 10 % or miss the\n"
+           "    target by more than 10 % (see the load lines above): the row does not compare like for like.\n";
+  }
+  out << "TSFN raw = napi_call_threadsafe_function with a C++ condition-variable wait (the study's method);\n"
+         "Node-API = the same call through xthread_napi::JsFunction (this project's bridge); napi/xt = bridge / xthread.\n";
   out << "OH source: " << study000_citation() << "\n";
   return out.str();
 }
@@ -404,7 +440,8 @@ void run(const NapiFlags& flags, CommandResult& result) {
   try {
     // Node first: it fails fast (addon load, Worker start) before the long xthread half.
     r.node = run_node_half(options, r.setup, progress, flags.quiet);
-    check_points(options, r.node.points, "node xcall.mjs");
+    check_points(options, r.node.points, "node xcall.mjs (bridge)");
+    check_points(options, r.node.raw_points, "node xcall.mjs (raw TSFN)");
     r.xthread = run_xcall(options, progress);
     check_points(options, r.xthread.points, "the xthread scenario");
   } catch (const RunError& e) {
@@ -417,10 +454,12 @@ void run(const NapiFlags& flags, CommandResult& result) {
   // The same derived metrics for the Node-API points: the machine's futex floor of this run, and the load
   // model with Node's own load runs.
   const double futex_p50 = r.xthread.floors.futex_roundtrip_ns.p50;
-  for (XcallPoint& p : r.node.points) {
-    if (futex_p50 > 0) p.ratio_to_futex_floor = p.total_us.p50 * 1000.0 / futex_p50;
+  for (auto* points : {&r.node.points, &r.node.raw_points}) {
+    for (XcallPoint& p : *points) {
+      if (futex_p50 > 0) p.ratio_to_futex_floor = p.total_us.p50 * 1000.0 / futex_p50;
+    }
+    apply_load_model(*points, r.node.loads);  // per implementation: each point's idle twin is its own
   }
-  apply_load_model(r.node.points, r.node.loads);
 
   const nlohmann::json json = napi_json(r);
   std::string text;
@@ -480,12 +519,41 @@ std::vector<std::string> node_arguments(const XcallOptions& options, const NodeI
   for (LoadLevel l : inv.loads) loads.emplace_back(load_name(l));
   for (std::uint64_t p : inv.payloads) payloads.push_back(std::to_string(p));
   for (auto w : options.works) works.push_back(std::to_string(w.count()) + "ns");
-  std::vector<std::string> args = {"--case",   join(cases, ","),  "--load",    join(loads, ","),
+  std::vector<std::string> args = {"--impl",   "bridge,raw",
+                                   "--case",   join(cases, ","),  "--load",    join(loads, ","),
                                    "--payload", join(payloads, ","), "--work",   join(works, ","),
                                    "--calls",  std::to_string(inv.calls), "--warmup", std::to_string(options.warmup),
                                    "--seed",   std::to_string(options.seed)};
   if (options.hot) args.push_back("--hot");
   return args;
+}
+
+std::vector<LoadCheck> check_loads(const std::vector<LoadInfo>& node, const std::vector<LoadInfo>& xthread) {
+  auto find = [](const std::vector<LoadInfo>& loads, std::string_view level) -> const LoadInfo* {
+    const auto it = std::find_if(loads.begin(), loads.end(), [&](const LoadInfo& l) { return l.load == level; });
+    return it == loads.end() ? nullptr : &*it;
+  };
+  std::vector<LoadCheck> out;
+  for (std::string_view level : kLoadNames) {
+    if (level == "idle") continue;
+    const LoadInfo* n = find(node, level);
+    const LoadInfo* x = find(xthread, level);
+    if (n == nullptr && x == nullptr) continue;
+    LoadCheck c;
+    c.load = std::string(level);
+    if (n != nullptr) c.node_ms = n->load_ms;
+    if (x != nullptr) c.xthread_ms = x->load_ms;
+    c.target_ms = x != nullptr && x->target_ms > 0 ? x->target_ms : n != nullptr ? n->target_ms : 0;
+    if (n == nullptr || x == nullptr) c.problems.push_back(std::string(n == nullptr ? "Node-API" : "xthread") + " load not measured");
+    if (n != nullptr && x != nullptr && n->target_ms != x->target_ms) {
+      c.problems.push_back(format("targets differ (Node-API %.1f ms, xthread %.1f ms)", n->target_ms, x->target_ms));
+    }
+    const auto problems = load_problems(c.target_ms, {{"Node-API", n}, {"xthread", x}});
+    c.problems.insert(c.problems.end(), problems.begin(), problems.end());
+    if (c.target_ms <= 0) c.problems.push_back("no target (Fibonacci n forced)");
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 fs::path default_napi_addon() { return fs::path(XTHREAD_LAB_NAPI_ADDON); }
@@ -517,8 +585,9 @@ void register_napi_command(CLI::App& app, CommandResult& result) {
   auto flags = std::make_shared<NapiFlags>();
   CLI::App* sub = app.add_subcommand(
       "napi",
-      "Study 000 with both implementations: runs node napi/lab/xcall.mjs (Node-API bridge) and the xcall scenario "
-      "(xthread) for the same points, then prints OpenHarmony (published) | Node-API | xthread per cell. "
+      "Study 000 with both implementations: runs node napi/lab/xcall.mjs (raw Node-API TSFN and the bridge) and the "
+      "xcall scenario (xthread) for the same points and the same main-thread load, then prints OpenHarmony "
+      "(published) | TSFN raw | Node-API | xthread per cell. "
       "With no flags: 3 cases x 3 loads at 10 chars + 3 cases x 5 payloads idle, 2000 calls per idle point, "
       "1000 per loaded point, for each implementation (about 2 minutes on 2 cores).");
   sub->footer(kXcallRangesFooter);

@@ -1,6 +1,9 @@
-// The `xthread-bench napi` subcommand: study 000 measured twice on this machine, with the Node-API bridge
-// (node napi/lab/xcall.mjs, run as a child process) and with xthread (the xcall scenario, in process),
-// merged into one table per study table: OpenHarmony (published) | Node-API | xthread per cell.
+// The `xthread-bench napi` subcommand: study 000 measured on this machine with Node-API (node
+// napi/lab/xcall.mjs --impl bridge,raw, run as a child process: a bare napi_threadsafe_function with a C++
+// wait, "node-api-raw", and the xthread_napi::JsFunction bridge, "node-api") and with xthread (the xcall
+// scenario, in process), merged into one table per study table: OpenHarmony (published) | TSFN raw |
+// Node-API | xthread per cell. Both sides run the same main-thread load (fib + timed top-up to the same
+// target); a level whose measured loads are not within 10 % of the target and of each other is flagged.
 //
 // Exit status: 0 ok; 2 bad flags (nothing run or written); 1 the environment cannot run the Node-API half
 // (node, the addon or the lab script missing; checked before anything is measured) or a run failed.
@@ -45,6 +48,20 @@ std::vector<NodeInvocation> plan_node_invocations(const XcallOptions& options);
 
 // The arguments after the script for one invocation (everything but --json and --addon).
 std::vector<std::string> node_arguments(const XcallOptions& options, const NodeInvocation& invocation);
+
+// Whether one loaded level is a like-for-like comparison: both implementations' measured loads (mean
+// ms per load run; the raw-TSFN and bridge rows share Node's load) within kLoadTolerance (10 %) of the
+// level's target and of each other. `problems` is empty when it is; otherwise the row is flagged.
+struct LoadCheck {
+  std::string load;                 // "medium" | "heavy"
+  double target_ms = 0;             // the target both sides aimed at (0 = forced n / unknown)
+  std::optional<double> node_ms;    // Node's measured load (nullopt = not measured)
+  std::optional<double> xthread_ms; // xthread's measured load
+  std::vector<std::string> problems;
+};
+
+// One LoadCheck per loaded level present in either list, in idle-medium-heavy order.
+std::vector<LoadCheck> check_loads(const std::vector<LoadInfo>& node, const std::vector<LoadInfo>& xthread);
 
 // Where the Node-API half looks by default (compile definitions, see bench/lab/CMakeLists.txt).
 std::filesystem::path default_napi_addon();   // <build>/napi/xthread_napi.node

@@ -1,4 +1,4 @@
-// --format table, and the combined OpenHarmony | Node-API | xthread table.
+// --format table, and the combined OpenHarmony | raw TSFN | Node-API | xthread table.
 #include <algorithm>
 #include <cstdio>
 #include <functional>
@@ -98,8 +98,10 @@ std::optional<double> mean_of(const NamedSet& set, int c, const std::string& loa
 }
 
 // Tables (a) and (b) for every (work, hot) combination present. With one set the ratio is
-// published / that set; with two, first set / second set.
-std::string study_tables(const std::vector<NamedSet>& sets) {
+// published / that set; with more, sets[ratio.first] / sets[ratio.second]. Rows of table (a) whose load
+// is in flagged_loads get a " !" after their label.
+std::string study_tables(const std::vector<NamedSet>& sets, std::pair<std::size_t, std::size_t> ratio_sets = {0, 1},
+                         const std::set<std::string>& flagged_loads = {}) {
   std::vector<XcallPoint> all;
   for (const auto& s : sets) all.insert(all.end(), s.points->begin(), s.points->end());
   if (all.empty()) return "no points\n";
@@ -132,11 +134,11 @@ std::string study_tables(const std::vector<NamedSet>& sets) {
   std::vector<std::string> sources = {"OH"};
   for (const auto& s : sets) sources.push_back(s.name);
   const bool pairwise = sets.size() >= 2;
-  const std::string ratio_heading =
-      pairwise ? sets[0].short_name + "/" + sets[1].short_name : "OH/" + sets[0].short_name;
-  auto ratio = [pairwise](const std::vector<std::optional<double>>& v) -> std::optional<double> {
-    const auto& num = pairwise ? v[1] : v[0];
-    const auto& den = pairwise ? v[2] : v[1];
+  const std::string ratio_heading = pairwise ? sets[ratio_sets.first].short_name + "/" + sets[ratio_sets.second].short_name
+                                             : "OH/" + sets[0].short_name;
+  auto ratio = [pairwise, ratio_sets](const std::vector<std::optional<double>>& v) -> std::optional<double> {
+    const auto& num = pairwise ? v[ratio_sets.first + 1] : v[0];
+    const auto& den = pairwise ? v[ratio_sets.second + 1] : v[1];
     if (!num || !den || *den <= 0) return std::nullopt;
     return *num / *den;
   };
@@ -150,7 +152,7 @@ std::string study_tables(const std::vector<NamedSet>& sets) {
 
     Grid a;
     a.title = "(a) main-thread load x case, payload " + payload_label(sweep_payload) + suffix + "; mean us per call";
-    for (const auto& l : loads) a.row_labels.push_back(l);
+    for (const auto& l : loads) a.row_labels.push_back(flagged_loads.count(l) != 0 ? l + " !" : l);
     a.cases = cases;
     a.sources = sources;
     a.ratio_heading = ratio_heading;
@@ -271,10 +273,13 @@ std::string report_table(const XcallReport& report) {
       << us(f.sleep_roundtrip_ns.p99 / 1000) << ")\n";
   for (const auto& l : report.loads) {
     if (l.load == "idle") continue;
-    out << "load    : " << l.load << " = fib(" << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh every "
+    out << "load    : " << l.load << " = fib(" << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh"
+        << (l.target_ms > 0 ? " + timed top-up" : "") << " every "
         << format("%.0f", l.period_ms) << " ms: " << format("%.2f", l.load_ms) << " ms per run"
         << (l.target_ms > 0 ? format(" (target %.0f ms)", l.target_ms) : std::string(" (n forced)")) << ", duty "
-        << format("%.1f", l.duty * 100) << " % over " << l.runs << " runs\n";
+        << format("%.1f", l.duty * 100) << " % over " << l.runs << " runs"
+        << (l.target_ms > 0 && !load_within(l.load_ms, l.target_ms) ? "  ! OFF TARGET by more than 10 %" : "")
+        << "\n";
   }
   out << "run     : " << format("%.1f", report.wall_s) << " s wall, cpu " << format("%.1f", report.cpu.user_s)
       << " s user + " << format("%.1f", report.cpu.system_s) << " s system\n\n";
@@ -286,9 +291,15 @@ std::string report_table(const XcallReport& report) {
   return out.str();
 }
 
-std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread) {
-  const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
-  return study_tables(sets) + "\n" + percentile_table(sets);
+std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
+                                  const std::vector<XcallPoint>& node_api_raw, const std::set<std::string>& flagged_loads) {
+  if (node_api_raw.empty()) {
+    const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
+    return study_tables(sets, {0, 1}, flagged_loads) + "\n" + percentile_table(sets);
+  }
+  const std::vector<NamedSet> sets = {
+      {"TSFN raw", "raw", &node_api_raw}, {"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
+  return study_tables(sets, {1, 2}, flagged_loads) + "\n" + percentile_table(sets);
 }
 
 }  // namespace xthread_lab

@@ -2,6 +2,7 @@
 // report_json.cpp). All are pure functions of the results; none measures anything.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,14 @@ std::string report_csv(const XcallReport& report);
 // --format json and results.json: the "xthread-bench/xcall/1" document, raw samples included.
 nlohmann::json report_json(const XcallReport& report);
 
-// The study's two tables with, per cell, OpenHarmony (published) | Node-API | xthread, plus the ratio
-// Node-API / xthread, followed by a percentile table of both sets. Either set may be empty (its
-// column then shows "-"). Points are matched by case, load, payload, work_ns and hot.
-std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread);
+// The study's two tables with, per cell, OpenHarmony (published) | [TSFN raw |] Node-API | xthread, plus
+// the ratio Node-API / xthread, followed by a percentile table of every set. `node_api` is the bridge
+// (xthread_napi::JsFunction), `node_api_raw` a bare napi_threadsafe_function with a C++ wait (its column
+// appears when it is not empty). Any set may be empty (its column then shows "-"). Points are matched by
+// case, load, payload, work_ns and hot. Rows of table (a) whose load is in `flagged_loads` (loads that
+// are not like for like, see load_problems) are marked " !".
+std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
+                                  const std::vector<XcallPoint>& node_api_raw = {},
+                                  const std::set<std::string>& flagged_loads = {});
 
 }  // namespace xthread_lab

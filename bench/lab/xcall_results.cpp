@@ -1,6 +1,10 @@
 #include "xcall_results.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <stdexcept>
+
+#include "text_table.hpp"
 
 namespace xthread_lab {
 namespace {
@@ -136,6 +140,40 @@ std::vector<XcallPoint> read_xcall_points(const nlohmann::json& doc) {
     }
   }
   return points;
+}
+
+bool load_within(double value_ms, double reference_ms) {
+  if (reference_ms <= 0) return false;
+  return std::fabs(value_ms - reference_ms) <= kLoadTolerance * reference_ms;
+}
+
+std::vector<std::string> load_problems(double target_ms,
+                                       const std::vector<std::pair<std::string, const LoadInfo*>>& named) {
+  std::vector<std::string> out;
+  std::vector<const std::pair<std::string, const LoadInfo*>*> present;
+  for (const auto& n : named) {
+    if (n.second != nullptr) present.push_back(&n);
+  }
+  if (target_ms > 0) {
+    for (const auto* n : present) {
+      if (!load_within(n->second->load_ms, target_ms)) {
+        out.push_back(format("%s %.2f ms misses the %.1f ms target by %.0f %%", n->first.c_str(), n->second->load_ms,
+                             target_ms, 100 * std::fabs(n->second->load_ms - target_ms) / target_ms));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    for (std::size_t j = i + 1; j < present.size(); ++j) {
+      const double a = present[i]->second->load_ms, b = present[j]->second->load_ms;
+      const double lo = std::min(a, b);
+      if (!load_within(std::max(a, b), lo)) {
+        out.push_back(format("%s %.2f ms vs %s %.2f ms differ by %s", present[i]->first.c_str(), a,
+                             present[j]->first.c_str(), b,
+                             lo > 0 ? format("%.0f %%", 100 * (std::max(a, b) - lo) / lo).c_str() : "more than 10 %"));
+      }
+    }
+  }
+  return out;
 }
 
 const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,

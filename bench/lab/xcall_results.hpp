@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -31,7 +32,7 @@ struct XcallSamples {
 };
 
 struct XcallPoint {
-  std::string implementation = "xthread";  // "xthread" | "node-api"
+  std::string implementation = "xthread";  // "xthread" | "node-api" (bridge) | "node-api-raw" (bare TSFN)
   int case_id = 1;                         // 1 main loop, 2 worker loop, 3 worker -> nested call to main
   std::string load = "idle";               // "idle" | "medium" | "heavy"
   std::uint64_t payload = 10;              // total characters of the two arguments
@@ -57,6 +58,20 @@ struct LoadInfo {
   std::size_t runs = 0;         // load runs during the phase
   double period_ms = 0;         // timer period (8 ms)
 };
+
+// A measured load is on target when within this fraction of the target, and two implementations' loads
+// are the same load when within this fraction of each other (issue #10: 10 %).
+inline constexpr double kLoadTolerance = 0.10;
+
+// |value - reference| <= kLoadTolerance x reference (false when reference <= 0).
+bool load_within(double value_ms, double reference_ms);
+
+// Why a loaded level's row is not a like-for-like comparison at `target_ms`: empty when every given load
+// is within kLoadTolerance of the target and, with two, of each other (the smaller as reference);
+// otherwise one phrase per problem, e.g. "Node-API 9.35 ms vs xthread 7.62 ms differ by 23 %".
+// `named` pairs a display name with a load (nullptr = not measured, ignored).
+std::vector<std::string> load_problems(double target_ms,
+                                       const std::vector<std::pair<std::string, const LoadInfo*>>& named);
 
 struct XcallReport {
   MachineInfo machine;

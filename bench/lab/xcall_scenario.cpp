@@ -82,6 +82,7 @@ std::string random_uuid(std::mt19937_64& rng) {
 // `stopped` makes such a run a no-op. Owned by shared_ptr so a late run never touches freed memory.
 struct LoadState {
   int n = 0;
+  nanoseconds target{0};  // each run lasts at least this long (0 = fib(n) only, as with --load-fib)
   std::mt19937_64 rng;
   std::string uuid;  // the "UI string" the study refreshes; only touched on the main loop
   std::atomic<bool> stopped{false};
@@ -94,6 +95,9 @@ void run_load(LoadState& state) {
   const auto start = Clock::now();
   g_sink.fetch_add(fibonacci(state.n), std::memory_order_relaxed);
   state.uuid = random_uuid(state.rng);
+  // The timed top-up: fib's granularity is x1.6 per step of n, so fib(n) alone cannot hit a target;
+  // spinning to start + target does, whatever this machine's speed.
+  busy_wait(start, state.target);
   const auto end = Clock::now();
   std::lock_guard lock(state.mutex);
   state.run_ns.push_back(static_cast<double>(nanoseconds(end - start).count()));
@@ -105,18 +109,14 @@ void run_load(LoadState& state) {
 // measured during the run and reported as load_ms.)
 class FibCalibrator {
  public:
-  // The n whose time is closest to target_ms in log scale.
+  // The largest n whose time is at most kLoadFibShare x target_ms (the run's timed top-up supplies the
+  // rest), or the smallest n tried when even that is too slow.
   int pick(double target_ms) {
-    int best = 1;
-    double best_error = INFINITY;
+    int best = 12;
     for (int n = 12; n <= 50; ++n) {
       const double ms = time_ms(n);
-      const double error = std::fabs(std::log(std::max(ms, 1e-6) / target_ms));
-      if (error < best_error) {
-        best_error = error;
-        best = n;
-      }
-      if (ms > 2 * target_ms) break;
+      if (ms > kLoadFibShare * target_ms) break;
+      best = n;
     }
     return best;
   }
@@ -212,6 +212,7 @@ class Driver {
         }
         state = std::make_shared<LoadState>();
         state->n = *info.fib_n;
+        state->target = nanoseconds(static_cast<std::int64_t>(info.target_ms * 1e6));
         state->rng.seed(rng_());
         phase_start = Clock::now();
         timer = main_loop_.post_every(options_.load_period, [state] { run_load(*state); });

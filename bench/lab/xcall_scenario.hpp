@@ -7,8 +7,10 @@
 //  - "caller": a separate std::thread that makes one ThreadSafeFunction::call_sync at a time.
 // Cases: 1 caller -> main loop concatenates and returns; 2 caller -> worker loop concatenates;
 //        3 caller -> worker loop, whose callee does a nested call_sync to the main loop to concatenate.
-// Main-thread load: a post_every(8 ms) timer on the main loop runs naive recursive Fibonacci (n
-// calibrated so one run takes ~2 ms "medium" / ~7 ms "heavy") and refreshes a random UUID string.
+// Main-thread load: a post_every(8 ms) timer on the main loop runs naive recursive Fibonacci, refreshes
+// a random UUID string, then busy-waits until the run has lasted its target (2 ms "medium", 7 ms
+// "heavy"): n is the largest whose time is at most kLoadFibShare of the target, the timed top-up does
+// the rest. napi/lab/lib/load.mjs builds Node's load the same way, so both sides run the same load.
 #pragma once
 
 #include <chrono>
@@ -29,6 +31,10 @@ namespace xthread_lab {
 enum class LoadLevel { idle, medium, heavy };
 std::string_view load_name(LoadLevel level);
 LoadLevel parse_load(std::string_view text);  // UsageError for unknown names
+
+// Share of a load run's target that calibration gives to fib(n) (at most; the top-up spins the rest).
+// Same value as LOAD_FIB_SHARE in napi/lab/lib/load.mjs.
+inline constexpr double kLoadFibShare = 0.5;
 
 inline constexpr std::uint64_t kMaxPayload = std::uint64_t{1} << 30;  // 1 GiB of characters
 

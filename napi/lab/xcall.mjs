@@ -1,6 +1,8 @@
 #!/usr/bin/env node
-// Node-API cross-thread call lab: a C++ thread calls JS through napi_threadsafe_function
-// (xthread_napi::JsFunction::call_sync) and waits for the returned string. Reproduces the OpenHarmony
+// Node-API cross-thread call lab: a C++ thread calls JS through napi_threadsafe_function and waits for the
+// returned string, through this project's bridge (xthread_napi::JsFunction::call_sync, --impl bridge,
+// implementation "node-api") and/or through a bare TSFN with a C++ condition-variable wait (--impl raw,
+// implementation "node-api-raw", the study's method). Reproduces the OpenHarmony
 // ThreadSafeFunctionPerf study (shared/seeds, study 000). See docs/napi-bridge.md.
 import { writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -12,9 +14,11 @@ import { XcallLab } from './lib/runner.mjs';
 
 const USAGE = `usage: node napi/lab/xcall.mjs [options]
   --case LIST       cases to run: 1 (C++ -> main), 2 (C++ -> Worker), 3 (C++ -> Worker -> main sync); default 1,2,3
-  --load LIST       main-thread load: idle, medium (fib ~2 ms every 8 ms), heavy (~7 ms); default: see below
+  --load LIST       main-thread load: idle, medium (fib + top-up to 2 ms every 8 ms), heavy (7 ms); default: see below
   --payload LIST    total chars, split in halves: 10 ('Hello'+'World'), 1000, 10k, 100k, 1M (k = 1e3, M = 1e6)
   --work LIST       extra busy time of the concatenating callee: 0, 100us, 2ms, 500ns (bare number = us); default 0
+  --impl LIST       bridge (xthread_napi::JsFunction), raw (bare napi_threadsafe_function + C++ condition
+                    variable); both run each point one after the other; default bridge
   --calls N         measured calls per point (default 500 idle, 300 under load)
   --warmup N        unmeasured calls before each point (default 10)
   --hot             back-to-back calls (default: random gap before each call, 0-200 us idle, 0-8 ms under load)
@@ -27,6 +31,7 @@ cases x {10, 1000, 10k, 100k, 1M} idle. With --load and/or --payload: their cros
 list = idle / 10).`;
 
 const LOADS = ['idle', 'medium', 'heavy'];
+const IMPLS = { bridge: 'node-api', raw: 'node-api-raw' }; // --impl name -> JSON implementation
 const DEFAULT_PAYLOADS = [10, 1000, 10000, 100000, 1000000];
 const DEFAULT_CALLS = { idle: 500, load: 300 };
 const DEFAULT_WARMUP = 10;
@@ -66,7 +71,7 @@ function parseList(text, what, parseOne) {
 }
 
 export function parseArgs(argv) {
-  const o = { cases: [1, 2, 3], loads: null, payloads: null, works: [0], calls: null, warmup: DEFAULT_WARMUP,
+  const o = { cases: [1, 2, 3], impls: ['bridge'], loads: null, payloads: null, works: [0], calls: null, warmup: DEFAULT_WARMUP,
               hot: false, seed: 1, json: null, addon: null, help: false };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -93,6 +98,12 @@ export function parseArgs(argv) {
           if (!LOADS.includes(s)) throw new UsageError(`--load takes idle, medium, heavy; got "${s}"`);
           return s;
         }).sort((x, y) => LOADS.indexOf(x) - LOADS.indexOf(y));
+        break;
+      case '--impl':
+        o.impls = parseList(next(), '--impl', (s) => {
+          if (!(s in IMPLS)) throw new UsageError(`--impl takes bridge, raw; got "${s}"`);
+          return s;
+        });
         break;
       case '--payload': o.payloads = parseList(next(), '--payload', parseSize); break;
       case '--work': o.works = parseList(next(), '--work', parseDuration); break;
@@ -166,25 +177,28 @@ function report(results, loads, wallS, o) {
   out.push(`Node-API cross-thread call (napi_threadsafe_function + blocking wait), microseconds; ` +
            `${o.hot ? 'hot (back-to-back)' : 'random gap before each call'}; wall ${wallS.toFixed(1)} s`);
   for (const l of loads) {
-    out.push(`load ${l.load}: fib(${l.fib_n}) + randomUUID() every 8 ms, ${l.load_ms} ms per tick, duty ${(l.duty * 100).toFixed(1)}%`);
+    out.push(`load ${l.load}: fib(${l.fib_n}) + randomUUID() + top-up to ${l.target_ms} ms every 8 ms, ${l.load_ms} ms per tick, duty ${(l.duty * 100).toFixed(1)}%`);
   }
   out.push('');
   const rows = results.map((p) => [
-    p.case, p.load, sizeName(p.payload), workName(p.work_ns), p.calls,
+    p.implementation, p.case, p.load, sizeName(p.payload), workName(p.work_ns), p.calls,
     fmt(p.total_us.mean), fmt(p.total_us.p50), fmt(p.total_us.p90), fmt(p.total_us.p99), fmt(p.total_us.max),
     fmt(p.schedule_us.mean), fmt(p.execute_us.mean), fmt(p.notify_us.mean),
   ]);
-  out.push(table(rows, ['case', 'load', 'payload', 'work', 'calls', 'mean', 'p50', 'p90', 'p99', 'max',
+  out.push(table(rows, ['impl', 'case', 'load', 'payload', 'work', 'calls', 'mean', 'p50', 'p90', 'p99', 'max',
                         'sched', 'exec', 'notify']));
   // The study's two summary tables (mean total), when the points exist.
   const pivot = (title, cols, pick, colName) => {
-    const cases = [...new Set(results.map((p) => p.case))];
+    const keys = [];
+    for (const p of results) {
+      if (!keys.some((k) => k.impl === p.implementation && k.c === p.case)) keys.push({ impl: p.implementation, c: p.case });
+    }
     const body = [];
-    for (const c of cases) {
-      const row = [`case ${c}`];
+    for (const { impl, c } of keys) {
+      const row = [`${impl} case ${c}`];
       let any = false;
       for (const col of cols) {
-        const p = results.find((r) => r.case === c && pick(r, col));
+        const p = results.find((r) => r.implementation === impl && r.case === c && pick(r, col));
         row.push(p ? fmt(p.total_us.mean) : '-');
         any ||= Boolean(p);
       }
@@ -244,7 +258,7 @@ async function main() {
       if (group.length === 0) continue;
       let mainLoad = null;
       if (load !== 'idle') {
-        mainLoad = new MainLoad(calibration[load].fib_n);
+        mainLoad = new MainLoad(calibration[load].fib_n, calibration[load].target_ms);
         mainLoad.start();
       }
       try {
@@ -252,22 +266,25 @@ async function main() {
           const { a, b } = makePayload(p.payload);
           const calls = callsFor(load);
           const gap = o.hot ? [0, 0] : load === 'idle' ? IDLE_GAP_NS : LOAD_GAP_NS;
-          const s = await lab.runPoint({ kase: p.kase, a, b, workNs: p.work_ns, calls, warmup: o.warmup,
-                                         gapMinNs: gap[0], gapMaxNs: gap[1], seed: o.seed + 1000 * LOADS.indexOf(load) + k });
-          results.push({
-            implementation: 'node-api', case: p.kase, load, payload: p.payload, work_ns: p.work_ns, hot: o.hot, calls,
-            total_us: summarizeUs(s.total_ns), schedule_us: summarizeUs(s.schedule_ns),
-            execute_us: summarizeUs(s.execute_ns), notify_us: summarizeUs(s.notify_ns),
-            // Not measured by this lab; present (null) because the C++ lab's reader expects the keys.
-            ratio_to_futex_floor: null, model_us: null,
-            samples: s,
-          });
+          // Every implementation right after the other at the same point, same seed: same gaps, same load phase.
+          for (const impl of o.impls) {
+            const s = await lab.runPoint({ kase: p.kase, impl, a, b, workNs: p.work_ns, calls, warmup: o.warmup,
+                                           gapMinNs: gap[0], gapMaxNs: gap[1], seed: o.seed + 1000 * LOADS.indexOf(load) + k });
+            results.push({
+              implementation: IMPLS[impl], case: p.kase, load, payload: p.payload, work_ns: p.work_ns, hot: o.hot, calls,
+              total_us: summarizeUs(s.total_ns), schedule_us: summarizeUs(s.schedule_ns),
+              execute_us: summarizeUs(s.execute_ns), notify_us: summarizeUs(s.notify_ns),
+              // Not measured by this lab; present (null) because the C++ lab's reader expects the keys.
+              ratio_to_futex_floor: null, model_us: null,
+              samples: s,
+            });
+          }
         }
       } finally {
         if (mainLoad) {
           const st = mainLoad.stop();
           loads.push({ load, fib_n: calibration[load].fib_n, load_ms: st.load_ms, duty: st.duty,
-                       target_ms: LOAD_TARGET_MS[load], period_ms: LOAD_PERIOD_MS, runs: st.ticks });
+                       target_ms: calibration[load].target_ms, period_ms: LOAD_PERIOD_MS, runs: st.ticks });
         }
       }
     }
@@ -277,7 +294,7 @@ async function main() {
   const wallS = Number(process.hrtime.bigint() - started) / 1e9;
   process.stdout.write(report(results, loads, wallS, o) + '\n');
   if (o.json) {
-    const doc = { schema: 'xthread-bench/xcall/1', implementation: 'node-api', machine: machineInfo(loaded.addon, loaded.path),
+    const doc = { schema: 'xthread-bench/xcall/1', implementation: o.impls.map((i) => IMPLS[i]).join(','), machine: machineInfo(loaded.addon, loaded.path),
                   loads, points: results };
     writeFileSync(o.json, JSON.stringify(doc) + '\n');
     process.stdout.write(`wrote ${o.json}\n`);

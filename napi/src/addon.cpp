@@ -1,9 +1,13 @@
 // xthread_napi.node — the addon behind the Node-API cross-thread call lab (napi/lab/xcall.mjs) and its
-// tests (napi/test/). Everything cross-thread goes through xthread_napi::JsFunction.
+// tests (napi/test/). Everything cross-thread goes through xthread_napi::JsFunction, except the raw targets.
 //
 // Exports (all must be called on a JS thread: the main thread or a Worker; the module is loaded once per
 // environment and shares one process-wide target registry):
 //   createTarget(fn[, {keepAlive}]) -> id     wraps fn(a: string, b: string, i: number) -> string
+//   createRawTarget(fn) -> id                  the same function behind a bare napi_threadsafe_function (no
+//                                              bridge): the study's mechanism, for the lab's "raw" row
+//   dropRawTarget(id)                          releases the raw TSFN (once no runCalls on it is running)
+//   callRawTargetSync(id, a, b, i) -> string   blocking raw call from another JS thread (lab case 3, raw)
 //   releaseTarget(id) / abortTarget(id)        JsFunction::release() / abort()
 //   dropTarget(id)                             forgets the id (the last handle releases the function)
 //   runCalls(id, opts) -> Promise<result>      a C++ thread calls the target (see RunCalls below)
@@ -18,11 +22,15 @@
 #include <xthread_napi/js_function.hpp>
 
 #include <chrono>
+#include <condition_variable>
+#include <cstring>
 #include <cstdint>
 #include <exception>
 #include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <thread>
@@ -248,16 +256,37 @@ struct Target {
   napi_env env;  // creator; entries are dropped when that environment is cleaned up
 };
 
+// A raw target: a bare Node-API thread-safe function around fn(a, b, i), created on `env`'s JS thread.
+struct RawTarget {
+  napi_threadsafe_function tsfn;
+  napi_env env;
+};
+
 struct Registry {
   std::mutex mutex;
-  std::unordered_map<std::uint32_t, Target> targets;  // guarded by mutex
-  std::uint32_t next_id = 1;                           // guarded by mutex
+  std::unordered_map<std::uint32_t, Target> targets;         // guarded by mutex
+  std::unordered_map<std::uint32_t, RawTarget> raw_targets;  // guarded by mutex
+  std::uint32_t next_id = 1;                                 // guarded by mutex; shared by both maps
 };
 
 // Leaked on purpose: outlives every environment and every pool thread at process exit.
 Registry& registry() {
   static Registry* r = new Registry();
   return *r;
+}
+
+// Files `entry` under a fresh id in `map` (registry().targets or .raw_targets); returns the id as a JS number.
+template <class Map, class Entry>
+napi_value register_target(napi_env env, Map& map, Entry&& entry) {
+  std::uint32_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(registry().mutex);
+    id = registry().next_id++;
+    map.emplace(id, std::forward<Entry>(entry));
+  }
+  napi_value out = nullptr;
+  napi_create_uint32(env, id, &out);
+  return out;
 }
 
 LabFunction lookup(std::uint32_t id) {
@@ -290,6 +319,8 @@ void drop_env_targets(void* arg) {
         ++it;
       }
     }
+    // Node finalizes an environment's thread-safe functions itself at teardown; only forget them here.
+    std::erase_if(registry().raw_targets, [env](const auto& entry) { return entry.second.env == env; });
   }
 }
 
@@ -300,15 +331,7 @@ napi_value CreateTarget(napi_env env, napi_callback_info info) {
     options.name = "xthread_napi.target";
     options.keep_alive = opt_bool(env, argv[1], "keepAlive", true);
     LabFunction fn(env, argv[0], options);
-    std::uint32_t id = 0;
-    {
-      std::lock_guard<std::mutex> lock(registry().mutex);
-      id = registry().next_id++;
-      registry().targets.emplace(id, Target{std::move(fn), env});
-    }
-    napi_value out = nullptr;
-    napi_create_uint32(env, id, &out);
-    return out;
+    return register_target(env, registry().targets, Target{std::move(fn), env});
   });
 }
 
@@ -346,17 +369,144 @@ napi_value DropTarget(napi_env env, napi_callback_info info) {
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Raw targets: napi_threadsafe_function with a plain C++ wait, no bridge (the study's method). One call:
+// the calling thread queues a RawCall that lives on its stack with napi_call_threadsafe_function
+// (blocking mode) and sleeps on the RawCall's condition variable; raw_call_js runs on the target's JS
+// thread, calls fn(a, b, i), stores the string (or an error) and notifies under the mutex, so the caller
+// may destroy the RawCall as soon as it sees `done`.
+
+struct RawCall {
+  const std::string* a = nullptr;
+  const std::string* b = nullptr;
+  double i = 0;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;    // guarded by mutex
+  std::string result;   // guarded by mutex
+  std::string error;    // guarded by mutex; empty = success
+};
+
+// The TSFN's call_js: the target's JS thread (env == nullptr when the TSFN is being torn down).
+void raw_call_js(napi_env env, napi_value js_fn, void*, void* data) {
+  auto* call = static_cast<RawCall*>(data);
+  std::string result, error;
+  if (env == nullptr || js_fn == nullptr) {
+    error = "raw target closed";
+  } else {
+    try {
+      napi_value args[3] = {nullptr, nullptr, nullptr}, undefined = nullptr, ret = nullptr;
+      napi_create_string_utf8(env, call->a->data(), call->a->size(), &args[0]);
+      napi_create_string_utf8(env, call->b->data(), call->b->size(), &args[1]);
+      napi_create_double(env, call->i, &args[2]);
+      napi_get_undefined(env, &undefined);
+      const napi_status status = napi_call_function(env, undefined, js_fn, 3, args, &ret);
+      bool pending = false;
+      napi_is_exception_pending(env, &pending);
+      if (pending) {
+        napi_value exception = nullptr;
+        napi_get_and_clear_last_exception(env, &exception);
+        error = "the JS function threw";
+      } else if (status != napi_ok) {
+        error = "napi_call_function failed";
+      } else if (type_of(env, ret) != napi_string) {
+        error = "the JS function did not return a string";
+      } else {
+        result = xthread_napi::detail::string_from_js(env, ret);
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  std::lock_guard<std::mutex> lock(call->mutex);
+  call->result = std::move(result);
+  call->error = std::move(error);
+  call->done = true;
+  call->cv.notify_one();  // under the lock: the caller's RawCall outlives this line
+}
+
+// Any thread but the target's own JS thread (that would wait for itself). The caller must hold the TSFN
+// (registry entry alive, or acquired) for the duration.
+std::string raw_call_sync(napi_threadsafe_function tsfn, const std::string& a, const std::string& b, double i) {
+  RawCall call;
+  call.a = &a;
+  call.b = &b;
+  call.i = i;
+  const napi_status status = napi_call_threadsafe_function(tsfn, &call, napi_tsfn_blocking);
+  if (status == napi_closing) throw ClosedError("raw target is closing");
+  if (status != napi_ok) throw std::runtime_error("napi_call_threadsafe_function failed");
+  std::unique_lock<std::mutex> lock(call.mutex);
+  call.cv.wait(lock, [&call] { return call.done; });
+  if (!call.error.empty()) throw std::runtime_error("raw call: " + call.error);
+  return std::move(call.result);
+}
+
+RawTarget lookup_raw(std::uint32_t id) {
+  std::lock_guard<std::mutex> lock(registry().mutex);
+  auto it = registry().raw_targets.find(id);
+  if (it == registry().raw_targets.end()) throw ArgError("unknown raw target id " + std::to_string(id));
+  return it->second;
+}
+
+napi_value CreateRawTarget(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = get_args(env, info, 1);
+    if (type_of(env, argv[0]) != napi_function) throw ArgError("createRawTarget: fn must be a function");
+    napi_value name = nullptr;
+    napi_create_string_utf8(env, "xthread_napi.rawTarget", NAPI_AUTO_LENGTH, &name);
+    napi_threadsafe_function tsfn = nullptr;
+    xthread_napi::detail::check(napi_create_threadsafe_function(env, argv[0], nullptr, name, 0, 1, nullptr, nullptr,
+                                                                nullptr, raw_call_js, &tsfn),
+                                "napi_create_threadsafe_function");
+    return register_target(env, registry().raw_targets, RawTarget{tsfn, env});
+  });
+}
+
+napi_value DropRawTarget(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = get_args(env, info, 1);
+    const std::uint32_t id = arg_id(env, argv[0]);
+    std::optional<RawTarget> dropped;
+    {
+      std::lock_guard<std::mutex> lock(registry().mutex);
+      auto it = registry().raw_targets.find(id);
+      if (it != registry().raw_targets.end()) {
+        dropped = it->second;
+        registry().raw_targets.erase(it);
+      }
+    }
+    if (dropped) napi_release_threadsafe_function(dropped->tsfn, napi_tsfn_release);
+    return nullptr;
+  });
+}
+
+// callRawTargetSync(id, a, b, i): blocks this JS thread until the raw target (on another JS thread) returned.
+napi_value CallRawTargetSync(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = get_args(env, info, 4);
+    const RawTarget target = lookup_raw(arg_id(env, argv[0]));
+    if (target.env == env) throw ArgError("callRawTargetSync: the target lives on this thread (it would wait for itself)");
+    std::string a = arg_string(env, argv[1], "a");
+    std::string b = arg_string(env, argv[2], "b");
+    double i = arg_number(env, argv[3], "i");
+    const std::string r = raw_call_sync(target.tsfn, a, b, i);
+    return Convert<std::string>::to_js(env, r);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------------
 // runCalls(id, opts): one C++ thread makes calls+warmup calls to target(a, b, i) and verifies each
 // returned string equals a + b.
 //   opts: a, b (strings, required); calls (default 1); warmup (default 0); gapMinNs, gapMaxNs (uniform
 //   random sleep before each call; default 0); seed; mode "sync" (call_sync, timed) | "async" (all calls
 //   queued with call() first, then awaited; for failure tests); stopOnError (default true);
-//   returnLast (default false).
+//   returnLast (default false); raw (default false): id names a raw target (createRawTarget) and each
+//   call goes through the bare TSFN with a condition-variable wait instead of JsFunction (sync mode only).
 //   result: { issueNs, resumeNs: BigInt64Array (measured calls only; 0 where a call failed), ok, closed,
 //             jsErrors, conversionErrors, otherErrors, mismatches, firstError?, firstErrorCode?, last? }
 
 struct RunCalls final : AsyncJob {
   LabFunction fn;
+  napi_threadsafe_function raw = nullptr;  // acquired for this job (released at the end of execute)
   std::string a, b, expected;
   std::uint32_t calls = 1, warmup = 0;
   std::int64_t gap_min_ns = 0, gap_max_ns = 0;
@@ -386,29 +536,48 @@ struct RunCalls final : AsyncJob {
   }
 
   void execute() override {
+    if (raw != nullptr) {
+      run_sync([this](double i) { return raw_call_sync(raw, a, b, i); });
+      napi_release_threadsafe_function(raw, napi_tsfn_release);
+      return;
+    }
+    if (async_mode) {
+      run_async();
+      return;
+    }
+    run_sync([this](double i) { return fn.call_sync(a, b, i); });
+  }
+
+  // Mode "async": every call queued first, then the futures awaited in order.
+  void run_async() {
+    const std::uint32_t total = warmup + calls;
+    issue.assign(calls, 0);
+    resume.assign(calls, 0);
+    std::vector<std::future<std::string>> futures;
+    futures.reserve(total);
+    for (std::uint32_t i = 0; i < total; ++i) {
+      if (i >= warmup) issue[i - warmup] = now_ns();
+      futures.push_back(fn.call(a, b, static_cast<double>(i)));
+    }
+    for (std::uint32_t i = 0; i < total; ++i) {
+      try {
+        std::string r = futures[i].get();
+        if (i >= warmup) resume[i - warmup] = now_ns();
+        record_result(i, std::move(r));
+      } catch (...) {
+        record_error(std::current_exception());
+      }
+    }
+  }
+
+  // The timed loop of mode "sync": call(i) makes one blocking call.
+  template <class Call>
+  void run_sync(Call call) {
     const std::uint32_t total = warmup + calls;
     issue.assign(calls, 0);
     resume.assign(calls, 0);
     std::mt19937_64 rng(seed);
     std::uniform_int_distribution<std::int64_t> gap(gap_min_ns, gap_max_ns);
-    if (async_mode) {
-      std::vector<std::future<std::string>> futures;
-      futures.reserve(total);
-      for (std::uint32_t i = 0; i < total; ++i) {
-        if (i >= warmup) issue[i - warmup] = now_ns();
-        futures.push_back(fn.call(a, b, static_cast<double>(i)));
-      }
-      for (std::uint32_t i = 0; i < total; ++i) {
-        try {
-          std::string r = futures[i].get();
-          if (i >= warmup) resume[i - warmup] = now_ns();
-          record_result(i, std::move(r));
-        } catch (...) {
-          record_error(std::current_exception());
-        }
-      }
-      return;
-    }
     for (std::uint32_t i = 0; i < total; ++i) {
       if (gap_max_ns > 0) {
         std::int64_t g = gap(rng);
@@ -416,7 +585,7 @@ struct RunCalls final : AsyncJob {
       }
       try {
         const std::int64_t t0 = now_ns();
-        std::string r = fn.call_sync(a, b, static_cast<double>(i));
+        std::string r = call(static_cast<double>(i));
         const std::int64_t t1 = now_ns();
         if (i >= warmup) {
           issue[i - warmup] = t0;
@@ -454,9 +623,10 @@ napi_value RunCallsFn(napi_env env, napi_callback_info info) {
   return guarded(env, [&]() -> napi_value {
     auto argv = get_args(env, info, 2);
     auto job = std::make_unique<RunCalls>();
-    job->fn = lookup(arg_id(env, argv[0]));
     napi_value opts = argv[1];
     if (type_of(env, opts) != napi_object) throw ArgError("runCalls: options object required");
+    const bool raw = opt_bool(env, opts, "raw", false);
+    if (!raw) job->fn = lookup(arg_id(env, argv[0]));
     job->a = opt_string(env, opts, "a", "Hello");
     job->b = opt_string(env, opts, "b", "World");
     job->expected = job->a + job->b;
@@ -473,6 +643,12 @@ napi_value RunCallsFn(napi_env env, napi_callback_info info) {
     job->async_mode = mode == "async";
     job->stop_on_error = opt_bool(env, opts, "stopOnError", true);
     job->return_last = opt_bool(env, opts, "returnLast", false);
+    if (raw) {
+      if (job->async_mode) throw ArgError("runCalls: raw targets take mode \"sync\" only");
+      job->raw = lookup_raw(arg_id(env, argv[0])).tsfn;
+      // Held until execute() ends, so a dropRawTarget meanwhile cannot finalize it under the calls.
+      xthread_napi::detail::check(napi_acquire_threadsafe_function(job->raw), "napi_acquire_threadsafe_function");
+    }
     return start_job(env, job.release(), "xthread_napi.runCalls");
   });
 }
@@ -668,7 +844,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"createTarget", CreateTarget},     {"releaseTarget", ReleaseTarget}, {"abortTarget", AbortTarget},
       {"dropTarget", DropTarget},         {"runCalls", RunCallsFn},         {"callTargetSync", CallTargetSync},
       {"queueThen", QueueThenFn},         {"echo", EchoFn},                 {"monotonicNowNs", MonotonicNowNs},
-      {"buildInfo", BuildInfo},
+      {"buildInfo", BuildInfo},           {"createRawTarget", CreateRawTarget}, {"dropRawTarget", DropRawTarget},
+      {"callRawTargetSync", CallRawTargetSync},
   };
   for (const Export& e : table) {
     napi_value fn = nullptr;

@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <cstdio>
 #include <stdexcept>
+#include <thread>
 
 extern char** environ;
 
@@ -87,6 +89,23 @@ std::vector<std::string> lines(const std::string& text) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);) out.push_back(line);
   return out;
+}
+
+namespace {
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double one_minute = 0;
+  in >> one_minute;
+  return one_minute;
+}
+}  // namespace
+
+bool machine_busy() { return load_average() > static_cast<double>(std::thread::hardware_concurrency()); }
+
+std::string machine_load_text() {
+  char text[64];
+  std::snprintf(text, sizeof text, "load average %.1f on %u cpus", load_average(), std::thread::hardware_concurrency());
+  return text;
 }
 
 }  // namespace xthread_lab_test

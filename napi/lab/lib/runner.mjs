@@ -4,6 +4,10 @@
 //   case 2: C++ thread -> worker_threads Worker concatenates and returns
 //   case 3: C++ thread -> Worker, whose JS calls the main thread synchronously through the addon
 //
+// Two implementations of the same call, impl 'bridge' (xthread_napi::JsFunction::call_sync) and 'raw'
+// (a bare napi_threadsafe_function + a C++ condition-variable wait, the study's method): the same C++
+// caller thread, JS functions, payloads and timestamps, so their difference is the bridge's own cost.
+//
 // For every call: C++ records issue/resume (steady_clock = CLOCK_MONOTONIC) around call_sync; the callee
 // records entry/exit with process.hrtime.bigint() (CLOCK_MONOTONIC). Phases per call:
 //   total = resume - issue, schedule = entry - issue, execute = exit - entry, notify = resume - exit.
@@ -31,7 +35,7 @@ export class XcallLab {
     this.worker = null;
     this.workerIds = null;
     const self = this;
-    this.mainTargetId = addon.createTarget(function mainConcat(a, b, i) {
+    const mainConcat = function mainConcat(a, b, i) {
       const t0 = hr();
       const r = a + b;
       const ns = self.config[0];
@@ -43,7 +47,9 @@ export class XcallLab {
       s[2 * i] = t0;
       s[2 * i + 1] = hr();
       return r;
-    });
+    };
+    this.mainTargetId = addon.createTarget(mainConcat);
+    this.mainRawTargetId = addon.createRawTarget(mainConcat);
   }
 
   async startWorker() {
@@ -54,6 +60,7 @@ export class XcallLab {
         stampsSab: this.stampsSab,
         configSab: this.configSab,
         mainTargetId: this.mainTargetId,
+        mainRawTargetId: this.mainRawTargetId,
       },
     });
     const [ids] = await Promise.race([
@@ -63,21 +70,24 @@ export class XcallLab {
     this.workerIds = ids;
   }
 
-  // point: { kase: 1|2|3, a, b, workNs, calls, warmup, gapMinNs, gapMaxNs, seed }
+  // point: { kase: 1|2|3, impl: 'bridge'|'raw', a, b, workNs, calls, warmup, gapMinNs, gapMaxNs, seed }
   // Returns { total_ns, schedule_ns, execute_ns, notify_ns } (arrays of numbers, one per measured call).
-  async runPoint({ kase, a, b, workNs = 0, calls, warmup = 0, gapMinNs = 0, gapMaxNs = 0, seed = 1 }) {
+  async runPoint({ kase, impl = 'bridge', a, b, workNs = 0, calls, warmup = 0, gapMinNs = 0, gapMaxNs = 0, seed = 1 }) {
     const total = calls + warmup;
     if (total > this.capacity) throw new Error(`point needs ${total} stamp slots, lab has ${this.capacity}`);
+    if (impl !== 'bridge' && impl !== 'raw') throw new Error(`unknown impl "${impl}" (bridge or raw)`);
+    const raw = impl === 'raw';
     let id;
-    if (kase === 1) id = this.mainTargetId;
+    if (kase === 1) id = raw ? this.mainRawTargetId : this.mainTargetId;
     else {
       await this.startWorker();
-      id = kase === 2 ? this.workerIds.concatId : this.workerIds.forwardId;
+      const w = this.workerIds;
+      id = kase === 2 ? (raw ? w.rawConcatId : w.concatId) : raw ? w.rawForwardId : w.forwardId;
     }
     this.config[0] = workNs;
     this.mainStamps = kase === 1 ? this.stamps : this.inner;
     this.stamps.fill(0n, 0, 2 * total);
-    const r = await this.addon.runCalls(id, { a, b, calls, warmup, gapMinNs, gapMaxNs, seed, mode: 'sync' });
+    const r = await this.addon.runCalls(id, { a, b, calls, warmup, gapMinNs, gapMaxNs, seed, mode: 'sync', raw });
     if (r.ok !== total || r.firstError) {
       throw new Error(`case ${kase}: ${r.ok}/${total} calls succeeded; first error: ${r.firstError ?? 'none'}`);
     }
@@ -104,11 +114,14 @@ export class XcallLab {
       const exited = once(this.worker, 'exit');
       this.addon.dropTarget(this.workerIds.concatId);
       this.addon.dropTarget(this.workerIds.forwardId);
+      this.addon.dropRawTarget(this.workerIds.rawConcatId);
+      this.addon.dropRawTarget(this.workerIds.rawForwardId);
       const watchdog = setTimeout(() => this.worker.terminate(), 5000);
       await exited;
       clearTimeout(watchdog);
       this.worker = null;
     }
     this.addon.dropTarget(this.mainTargetId);
+    this.addon.dropRawTarget(this.mainRawTargetId);
   }
 }
