@@ -219,7 +219,7 @@ class PoolCore {
  private:
   /// One worker's queues. Producers touch only the inbox half, the worker only the ready half (and the
   /// inbox once per swap), so the two sides share no cache line on the per-task path. Unstarted tasks
-  /// are in exactly one of the two rings: always visible to pause, drop, drain and pending.
+  /// are in exactly one of the two queues: always visible to pause, drop, drain and pending.
   struct alignas(64) Shard {
     // Producer side.
     SpinMutex inbox_mutex;
@@ -311,12 +311,12 @@ class PoolCore {
   }
 
   /// Moves the whole inbox into the (empty) ready queue in one swap: the worker then claims them one
-  /// by one under its own lock while producers fill the other ring. Returns false if the inbox was
+  /// by one under its own lock while producers fill the other queue. Returns false if the inbox was
   /// empty too.
   bool take_inbox(Shard& shard) XTHREAD_REQUIRES(shard.ready_mutex) {
     SpinLock lock(shard.inbox_mutex);
     if (shard.inbox.empty()) return false;
-    shard.ready.swap(shard.inbox);  // O(1); the inbox keeps the old ready queue's spare block
+    shard.ready.swap(shard.inbox);  // O(1); the producers get the drained queue's blocks and spares
     // seq_cst, ready_count before moved: see Shard::unstarted().
     shard.ready_count.store(shard.ready.size(), std::memory_order_seq_cst);
     shard.moved.store(shard.moved.load(std::memory_order_relaxed) + shard.ready.size(), std::memory_order_seq_cst);
@@ -428,9 +428,9 @@ class PoolCore {
       }
       mark_idle(*self);
       if (should_exit(*self)) break;
-      // Work often arrives within microseconds: poll before sleeping (after a task) — but at most half the workers
-      // (or half the cores, if fewer; at least one) at once: more pollers would burn cores without
-      // taking work any sooner.
+      // Work often arrives within microseconds: poll before sleeping (after a task) — but at most half
+      // the workers (or half the cores, if fewer; at least one) at once: more pollers would burn cores
+      // without taking work any sooner.
       if (may_poll && start_polling()) {
         const bool found = spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin);
         // seq_cst: the store half of the Dekker pair with wake_one_if_sleeping(): a producer that saw
