@@ -100,8 +100,6 @@ double load_average() {
 }
 }  // namespace
 
-bool machine_busy() { return load_average() > static_cast<double>(std::thread::hardware_concurrency()); }
-
 std::string machine_load_text() {
   char text[64];
   std::snprintf(text, sizeof text, "load average %.1f on %u cpus", load_average(), std::thread::hardware_concurrency());
