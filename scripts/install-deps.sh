@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libtbb-dev libcli11-dev nlohmann-json3-dev
   python3 python3-matplotlib
-  chromium  # tests/lab_report renders the lab's results/index.html in headless Chromium
+  chromium  # tests/lab/report renders the lab's results/index.html in headless Chromium
 )
 missing=()
 for package in "${packages[@]}"; do

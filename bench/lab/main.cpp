@@ -5,13 +5,10 @@
 
 #include <CLI/CLI.hpp>
 
-#include "common.hpp"
-#include "napi_command.hpp"
-#include "xcall_command.hpp"
-#if __has_include("pool_command.hpp")
-#include "pool_command.hpp"
-#define XTHREAD_LAB_HAS_POOL 1
-#endif
+#include "common/flags.hpp"
+#include "napi/command.hpp"
+#include "pool/command.hpp"
+#include "xcall/command.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"xthread lab: reproduces two performance studies (xcall = study 000 ThreadSafeFunctionPerf, napi = study 000 with Node-API beside xthread, pool = study 004 Eterfree)", "xthread-bench"};
@@ -20,9 +17,7 @@ int main(int argc, char** argv) {
   try {
     xthread_lab::register_xcall_command(app, result);
     xthread_lab::register_napi_command(app, result);
-#ifdef XTHREAD_LAB_HAS_POOL
-    register_pool_command(app, result);
-#endif
+    xthread_lab::register_pool_command(app, result);
     // CLI11 would report a mistyped subcommand as "A subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
       std::string known;

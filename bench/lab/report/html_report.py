@@ -13,7 +13,7 @@ and writes one HTML file (default RESULTS_DIR/index.html, written to a temporary
 every table of both studies (the published figures beside ours), the charts inlined as data: URIs, the
 machine, loads and floors, and the caveats. No network, no scripts: standard library only.
 
-Element ids the test (tests/lab_report) relies on: tables  machine, run-commands, xcall-load,
+Element ids the test (tests/lab/report) relies on: tables  machine, run-commands, xcall-load,
 xcall-payload, xcall-phases, xcall-loads, xcall-floors, napi-load, napi-payload, napi-loads, napi-floors,
 pool-eterfree-runs, pool-eterfree, pool-summary, pool-goals, pool-calibration, micro; sections xcall, napi,
 pool, micro (class "not-run" when the part did not run); charts img.chart with id chart-PART-NAME.
@@ -195,6 +195,9 @@ def not_run(part, reason):
 # ------------------------------------------------------------------------------------ xcall and napi
 
 
+IMPL_LABELS = {"node-api-raw": "TSFN raw", "node-api": "Node-API", "xthread": "xthread"}
+
+
 def variant(points):
     variants = [(p["work_ns"], p["hot"]) for p in points]
     return (0, False) if (0, False) in variants else variants[0]
@@ -224,12 +227,15 @@ def sweep_tables(prefix, doc, impls):
     sweep = 10 if 10 in payloads else payloads[0]
     loads = [l for l in LOAD_ORDER if any(p["load"] == l for p in points)]
     study = (work, hot) == (0, False)
-    ratio_name = ("OH" if len(impls) == 1 else impls[0].replace("node-api", "napi")) + "/" + "xt"
+    # One implementation: published / xthread. Several: the bridge (Node-API) / xthread, as the text table.
+    ratio_name = "OH/xt" if len(impls) == 1 else "napi/xt"
+    top_index = impls.index("node-api") if "node-api" in impls else 0
 
     def build(table_id, title, rows, row_label, published, point_of):
         t = Table(table_id, title)
         t.header([("", "l")] + [(CASE_NAMES.get(c, f"case {c}"), None, 2 + len(impls)) for c in cases],
-                 [(row_label, "l")] + [h for _ in cases for h in ["OH (published)"] + impls + [ratio_name]])
+                 [(row_label, "l")] + [h for _ in cases
+                                       for h in ["OH (published)"] + [IMPL_LABELS.get(i, i) for i in impls] + [ratio_name]])
         for r in rows:
             cells = [(str(r), "l")]
             for c in cases:
@@ -237,7 +243,7 @@ def sweep_tables(prefix, doc, impls):
                 values = [mean_of(point_of(impl, c, r)) for impl in impls]
                 cells.append((num(pub), "pub"))
                 cells.extend(num(v) for v in values)
-                top = pub if len(impls) == 1 else values[0]
+                top = pub if len(impls) == 1 else values[top_index]
                 cells.append((ratio(top, values[-1]), "ratio"))
             t.row(cells)
         return t.render()
@@ -326,7 +332,11 @@ def phases_table(table_id, doc):
 
 
 def xcall_like_section(part, directory, doc):
-    impls = ["xthread"] if part == "xcall" else ["node-api", "xthread"]
+    if part == "xcall":
+        impls = ["xthread"]
+    else:
+        has_raw = any(p.get("implementation") == "node-api-raw" for p in doc.get("points") or [])
+        impls = (["node-api-raw"] if has_raw else []) + ["node-api", "xthread"]
     cfg = doc.get("config") or {}
     ref = doc.get("reference") or {}
     run = doc.get("run") or {}
@@ -348,10 +358,11 @@ def xcall_like_section(part, directory, doc):
                       ("xcall_payload.png", "mean latency vs payload, log-log"),
                       ("xcall_cdf.png", "latency CDF per case and load")):
         out.append(chart(part, directory, name, alt))
-    out.append(phases_table(f"{part}-phases", doc) if part == "xcall" else "")
+    # For napi this is where the bridge's own cost shows: its phases beside the raw TSFN's and xthread's.
+    out.append(phases_table(f"{part}-phases", doc))
     loads = doc.get("loads")
     if isinstance(loads, dict):
-        pairs = [(impl, loads.get(impl) or []) for impl in impls]
+        pairs = [(impl, loads.get(impl) or []) for impl in impls if impl in loads]
     else:
         pairs = [("xthread", loads or [])]
     out.append(loads_table(f"{part}-loads", pairs))

@@ -2,7 +2,7 @@
 // random UUID (the study refreshed one in its UI), then a timed top-up (busy-wait) until the tick has
 // lasted its target, 2 ms ("medium") or 7 ms ("heavy"). n is calibrated on this machine to take at most
 // LOAD_FIB_SHARE of the target (see calibrate()); the top-up does the rest. The C++ lab
-// (bench/lab/xcall_scenario.cpp, kLoadFibShare) builds xthread's load the same way, so both run the same load.
+// (bench/lab/xcall/scenario.cpp, kLoadFibShare) builds xthread's load the same way, so both run the same load.
 import { randomUUID } from 'node:crypto';
 
 export const LOAD_PERIOD_MS = 8;

@@ -1,0 +1,33 @@
+// Floors: the cheapest possible cross-thread round trips on this machine, to put the lab's numbers in
+// scale. Measured with plain std::thread and std::atomic, so they describe the machine, not the library under
+// test.
+#pragma once
+
+#include <cstddef>
+
+#include <nlohmann/json.hpp>
+
+#include "common/statistics.hpp"
+
+namespace xthread_lab {
+
+// Two plain std::threads ping-pong `round_trips` times (after a short warm-up), three ways:
+//  - spin:  each side busy-waits on a std::atomic (never sleeps) -> cache-line transfer cost;
+//  - futex: each side blocks in std::atomic<int>::wait and wakes the other with notify_one. This is
+//           the best a blocking hand-off does with the standard library: libstdc++'s wait spins and
+//           yields briefly before it sleeps in the futex, so when the partner answers quickly no
+//           thread ever sleeps. This is "the futex floor" every ratio_to_futex_floor refers to;
+//  - sleep: each side sleeps in the futex at once (raw FUTEX_WAIT / FUTEX_WAKE, no spinning) -> what
+//           waking a thread that is really asleep costs, the situation of calls spaced by gaps.
+// Each summary is in nanoseconds per round trip (A -> B -> A). With fewer than 2 hardware threads
+// the spin floor is meaningless (one side spins while the other is descheduled); it is still
+// measured with a yield in the spin loop and will be large.
+struct Floors {
+  Summary spin_roundtrip_ns;
+  Summary futex_roundtrip_ns;
+  Summary sleep_roundtrip_ns;
+};
+Floors measure_floors(std::size_t round_trips);
+void to_json(nlohmann::json& out, const Floors& floors);
+
+}  // namespace xthread_lab

@@ -1,0 +1,171 @@
+// The one small interface every pool in the pool lab is driven through, so that each workload is
+// written once (pool/workloads.hpp) and instantiated for every peer (pool/peers/*.cpp).
+//
+// The interface is static (a concept), not virtual: the per-task path of every pool is the pool's
+// own API with the workload's lambda, with no extra type erasure added by the lab. Only the entry
+// point of a whole run is type-erased (see pool/peers.hpp).
+//
+// An adapter A is constructed as A(threads) with `threads` worker threads and offers:
+//   A::kName                   short name used on the command line and in results ("asio")
+//   a.post(f)                  fire-and-forget; f is a nullary callable returning void
+//   a.submit(f)                std::future<R> for a nullary callable returning R
+//   a.bulk(n, body)            calls body(i) for every i in [0, n) and returns when all ran
+//   a.drain()                  TEARDOWN ONLY: blocks until every task handed to the pool has finished;
+//                              the pool may be unusable afterwards. The workloads call it only when
+//                              they unwind by an exception with tasks still queued that refer to their
+//                              locals. It is never how a workload learns that its tasks are done.
+// Completion (the same for every pool, see Completion below and kCompletionMethod): a workload knows
+// how many tasks it hands over; each task's last action is Completion::done(), and the producer
+// blocks in Completion::wait(). The adapters only SUBMIT, each with its own pool's idiom.
+// Threads: post/submit may be called from several threads at once (the `producers` and
+// `oversubscribed` workloads do); bulk and drain are called from the thread that owns the adapter.
+// The destructor waits for queued work and joins the workers.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <latch>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+namespace xthread_lab::pool {
+
+// A nullary task used only to state the concept.
+struct ConceptProbeTask {
+  void operator()() const noexcept {}
+};
+struct ConceptProbeValueTask {
+  int operator()() const noexcept { return 0; }
+};
+struct ConceptProbeBody {
+  void operator()(std::size_t) const noexcept {}
+};
+
+template <class A>
+concept PoolAdapter = std::is_constructible_v<A, std::size_t> &&
+                      requires(A& a, std::size_t n, ConceptProbeBody body) {
+                        { A::kName } -> std::convertible_to<std::string_view>;
+                        a.post(ConceptProbeTask{});
+                        { a.submit(ConceptProbeValueTask{}) } -> std::same_as<std::future<int>>;
+                        a.bulk(n, body);
+                        a.drain();
+                      };
+
+// How every workload learns that its tasks ran, for every pool alike (printed by the lab and stored
+// in results.json as config.completion_method).
+inline constexpr const char* kCompletionMethod =
+    "every pool counts completions the same way: the workload arms one shared counter with the N tasks it "
+    "hands over; each task's last action is one fetch_sub(1, acq_rel) on it; the task that takes it to zero "
+    "sets a one-shot flag and wakes the producer (std::atomic<uint32_t> notify_one; the producer blocks in "
+    "std::atomic wait). No pool's own wait_idle (or in-flight counter) counts completions; each pool only "
+    "submits with its own API. futures/roundtrip also get() every future (their subject), bulk is one "
+    "blocking parallel-for (its return is the measured operation); every task also marks its own ledger slot "
+    "(exactly-once check), in every pool";
+
+// The one completion counter of every workload. arm(n) before handing n tasks to a pool; each task
+// calls done() as its last action; wait() returns once all n did, and everything the tasks did before
+// their done() is visible after it (the fetch_subs form a release sequence that the last one
+// acquires; the flag store is a release, the waiter's load an acquire).
+// The waiter blocks on a separate one-shot flag, not on the counter: waiting on a counter that moves
+// with every task would wake the waiter (or make it re-check) once per task. notify_one only enters
+// the kernel when a thread is actually blocked (libstdc++ tracks waiters).
+// Lifetime: the last task touches the object after the waiter may have seen the flag (its notify), so
+// a Completion must outlive the pool's workers: run_workload() declares it before the pool and re-arms
+// it for each phase. A stale notify from the previous phase only causes a spurious wake-up, after which
+// wait() re-checks the flag.
+class Completion {
+ public:
+  // Not thread-safe against done(): call it when no task of a previous phase can still count down.
+  void arm(std::uint64_t n) noexcept {
+    armed_ = n;
+    remaining_.store(n, std::memory_order_relaxed);
+    flag_.store(n == 0 ? 1U : 0U, std::memory_order_release);
+  }
+  void done() noexcept {
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      flag_.store(1, std::memory_order_release);
+      flag_.notify_one();
+    }
+  }
+  void wait() const noexcept {
+    while (flag_.load(std::memory_order_acquire) == 0) flag_.wait(0, std::memory_order_acquire);
+  }
+  bool finished() const noexcept { return flag_.load(std::memory_order_acquire) != 0; }
+  // Tasks that have called done() since arm() (== armed() once wait() returned).
+  std::uint64_t counted() const noexcept { return armed_ - remaining_.load(std::memory_order_acquire); }
+  std::uint64_t armed() const noexcept { return armed_; }
+
+ private:
+  alignas(64) std::atomic<std::uint64_t> remaining_{0};
+  alignas(64) std::atomic<std::uint32_t> flag_{1};  // own cache line: a spinning waiter does not slow the tasks
+  std::uint64_t armed_ = 0;  // written by arm() only, on the producer's thread
+};
+
+// Bulk for pools without a parallel-for: split [0, n) into about 4 chunks per worker, post one task per
+// chunk, and block on a latch until every chunk has run. The calling thread does not help (neither
+// Asio nor the naive pool offer a way to); the pools that have a native bulk (xthread, TBB) let it.
+inline constexpr std::size_t kChunksPerWorker = 4;
+
+template <class Post, class Body>
+void chunked_bulk(std::size_t n, std::size_t workers, Post&& post, Body& body) {
+  if (n == 0) return;
+  const std::size_t chunks = std::min(n, std::max<std::size_t>(1, workers * kChunksPerWorker));
+  std::latch finished(static_cast<std::ptrdiff_t>(chunks));
+  const std::size_t base = n / chunks;
+  const std::size_t extra = n % chunks;
+  std::size_t first = 0;
+  std::size_t posted = 0;
+  try {
+    for (; posted < chunks; ++posted) {
+      const std::size_t last = first + base + (posted < extra ? 1 : 0);
+      post([&body, &finished, first, last] {
+        for (std::size_t i = first; i < last; ++i) body(i);
+        finished.count_down();
+      });
+      first = last;
+    }
+  } catch (...) {  // the chunks already posted refer to this frame: let them finish first
+    finished.count_down(static_cast<std::ptrdiff_t>(chunks - posted));
+    finished.wait();
+    throw;
+  }
+  finished.wait();
+}
+
+// A callable that runs F and fulfils a promise with its result. operator() is const (oneTBB stores
+// tasks as `const F`), so the promise is mutable; it is called exactly once.
+template <class F>
+class PromiseTask {
+ public:
+  using Result = std::invoke_result_t<F&>;
+
+  explicit PromiseTask(F f) : f_(std::move(f)) {}
+  PromiseTask(PromiseTask&&) noexcept = default;
+  PromiseTask& operator=(PromiseTask&&) noexcept = default;
+
+  std::future<Result> get_future() { return promise_.get_future(); }
+
+  void operator()() const {
+    try {
+      if constexpr (std::is_void_v<Result>) {
+        f_();
+        promise_.set_value();
+      } else {
+        promise_.set_value(f_());
+      }
+    } catch (...) {
+      promise_.set_exception(std::current_exception());
+    }
+  }
+
+ private:
+  mutable F f_;
+  mutable std::promise<Result> promise_;
+};
+
+}  // namespace xthread_lab::pool

@@ -1,0 +1,37 @@
+// Reporters of the xcall lab, one per output format (report_table.cpp, report_csv.cpp,
+// report_json.cpp). All are pure functions of the results; none measures anything.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "xcall/results.hpp"
+
+namespace xthread_lab {
+
+// --format table: header (machine, floors, loads), the study's two tables with the published
+// OpenHarmony means beside ours and their ratio, (a) load x case at the load-sweep payload and
+// (b) payload x case idle, the load model lines, then a percentile table of every point.
+std::string render_table(const XcallReport& report);
+
+// --format csv: one header line and one row per point; every row is self-contained (it repeats the
+// floors and the load facts of its load level). Columns are listed in docs/results-schema.md.
+std::string render_csv(const XcallReport& report);
+
+// --format json and results.json: the "xthread-bench/xcall/1" document, raw samples included.
+nlohmann::json render_json(const XcallReport& report);
+
+// The study's two tables with, per cell, OpenHarmony (published) | [TSFN raw |] Node-API | xthread, plus
+// the ratio Node-API / xthread, followed by a percentile table of every set. `node_api` is the bridge
+// (xthread_napi::JsFunction), `node_api_raw` a bare napi_threadsafe_function with a C++ wait (its column
+// appears when it is not empty). Any set may be empty (its column then shows "-"). Points are matched by
+// case, load, payload, work_ns and hot. Rows of table (a) whose load is in `flagged_loads` (loads that
+// are not like for like, see load_problems) are marked " !".
+std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
+                                  const std::vector<XcallPoint>& node_api_raw = {},
+                                  const std::set<std::string>& flagged_loads = {});
+
+}  // namespace xthread_lab

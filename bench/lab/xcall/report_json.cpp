@@ -1,0 +1,19 @@
+#include "xcall/published.hpp"
+#include "xcall/report.hpp"
+
+namespace xthread_lab {
+
+nlohmann::json render_json(const XcallReport& report) {
+  return nlohmann::json{
+      {"schema", kXcallSchema},
+      {"machine", report.machine},
+      {"config", report.config},
+      {"floors", report.floors},
+      {"loads", report.loads},
+      {"points", report.points},
+      {"reference", published_reference_json()},
+      {"run", {{"wall_s", report.wall_s}, {"cpu_user_s", report.cpu.user_s}, {"cpu_system_s", report.cpu.system_s}}},
+  };
+}
+
+}  // namespace xthread_lab

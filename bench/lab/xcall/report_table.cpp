@@ -1,0 +1,307 @@
+// --format table, and the combined OpenHarmony | raw TSFN | Node-API | xthread table.
+#include <algorithm>
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "common/text_table.hpp"
+#include "xcall/published.hpp"
+#include "xcall/report.hpp"
+
+namespace xthread_lab {
+namespace {
+
+std::string times(double r) {
+  if (r >= 100) return format("%.0fx", r);
+  if (r >= 10) return format("%.1fx", r);
+  return format("%.2fx", r);
+}
+
+std::string payload_label(std::uint64_t p) {
+  if (p == 10) return "10 (Hello+World)";
+  if (p >= 1000 && p % 1000 == 0) return std::to_string(p / 1000) + "k";
+  return std::to_string(p);
+}
+
+std::string work_label(std::int64_t ns) {
+  if (ns == 0) return "0";
+  if (ns % 1000000 == 0) return std::to_string(ns / 1000000) + "ms";
+  if (ns % 1000 == 0) return std::to_string(ns / 1000) + "us";
+  return std::to_string(ns) + "ns";
+}
+
+std::string center(const std::string& s, std::size_t w) {
+  if (s.size() >= w) return s;
+  const std::size_t left = (w - s.size()) / 2;
+  return std::string(left, ' ') + s + std::string(w - s.size() - left, ' ');
+}
+
+struct NamedSet {
+  std::string name;        // column heading, e.g. "xthread"
+  std::string short_name;  // for ratio headings, e.g. "xt"
+  const std::vector<XcallPoint>* points;
+};
+
+// A grid like the study's tables: rows (loads or payloads) x column groups (cases); each group has one
+// sub-column per source and a ratio sub-column.
+struct Grid {
+  std::string title;
+  std::vector<std::string> row_labels;
+  std::vector<int> cases;
+  std::vector<std::string> sources;  // sub-column headings
+  std::string ratio_heading;
+  // values(row, case) -> one optional mean per source; ratio(row, case) -> optional ratio.
+  std::function<std::vector<std::optional<double>>(std::size_t, int)> values;
+  std::function<std::optional<double>(const std::vector<std::optional<double>>&)> ratio;
+
+  std::string render() const {
+    constexpr std::size_t kCell = 9;
+    std::size_t label_width = 8;
+    for (const auto& l : row_labels) label_width = std::max(label_width, l.size());
+    const std::size_t group_width = (sources.size() + 1) * kCell;
+    std::string out = title + "\n";
+    std::string h1 = pad_right("", label_width);
+    std::string h2 = pad_right("", label_width);
+    for (int c : cases) {
+      h1 += " |" + center("case " + std::to_string(c), group_width);
+      h2 += " |";
+      for (const auto& s : sources) h2 += pad_left(s, kCell);
+      h2 += pad_left(ratio_heading, kCell);
+    }
+    out += h1 + "\n" + h2 + "\n" + std::string(h2.size(), '-') + "\n";
+    for (std::size_t r = 0; r < row_labels.size(); ++r) {
+      std::string line = pad_right(row_labels[r], label_width);
+      for (int c : cases) {
+        const auto v = values(r, c);
+        line += " |";
+        for (const auto& x : v) line += pad_left(us(x), kCell);
+        const auto q = ratio(v);
+        line += pad_left(q ? times(*q) : "-", kCell);
+      }
+      out += line + "\n";
+    }
+    return out;
+  }
+};
+
+template <class T>
+void add_unique(std::vector<T>& v, const T& x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+std::optional<double> mean_of(const NamedSet& set, int c, const std::string& load, std::uint64_t payload,
+                              std::int64_t work, bool hot) {
+  const XcallPoint* p = find_point(*set.points, c, load, payload, work, hot);
+  return p ? std::optional<double>(p->total_us.mean) : std::nullopt;
+}
+
+// Tables (a) and (b) for every (work, hot) combination present. With one set the ratio is
+// published / that set; with more, sets[ratio.first] / sets[ratio.second]. Rows of table (a) whose load
+// is in flagged_loads get a " !" after their label.
+std::string study_tables(const std::vector<NamedSet>& sets, std::pair<std::size_t, std::size_t> ratio_sets = {0, 1},
+                         const std::set<std::string>& flagged_loads = {}) {
+  std::vector<XcallPoint> all;
+  for (const auto& s : sets) all.insert(all.end(), s.points->begin(), s.points->end());
+  if (all.empty()) return "no points\n";
+
+  std::vector<int> cases;
+  std::vector<std::pair<std::int64_t, bool>> variants;
+  std::vector<std::string> loads;
+  std::vector<std::uint64_t> idle_payloads;
+  bool has_ten = false;
+  std::uint64_t smallest = UINT64_MAX;
+  for (const auto& p : all) {
+    add_unique(cases, p.case_id);
+    add_unique(variants, std::pair{p.work_ns, p.hot});
+    add_unique(loads, p.load);
+    if (p.load == "idle") add_unique(idle_payloads, p.payload);
+    has_ten = has_ten || p.payload == 10;
+    smallest = std::min(smallest, p.payload);
+  }
+  std::sort(cases.begin(), cases.end());
+  std::sort(idle_payloads.begin(), idle_payloads.end());
+  std::sort(loads.begin(), loads.end(), [](const std::string& a, const std::string& b) {
+    auto rank = [](const std::string& l) {
+      const auto it = std::find(std::begin(kLoadNames), std::end(kLoadNames), l);
+      return it - std::begin(kLoadNames);
+    };
+    return rank(a) < rank(b);
+  });
+  const std::uint64_t sweep_payload = has_ten ? 10 : smallest;
+
+  std::vector<std::string> sources = {"OH"};
+  for (const auto& s : sets) sources.push_back(s.name);
+  const bool pairwise = sets.size() >= 2;
+  const std::string ratio_heading = pairwise ? sets[ratio_sets.first].short_name + "/" + sets[ratio_sets.second].short_name
+                                             : "OH/" + sets[0].short_name;
+  auto ratio = [pairwise, ratio_sets](const std::vector<std::optional<double>>& v) -> std::optional<double> {
+    const auto& num = pairwise ? v[ratio_sets.first + 1] : v[0];
+    const auto& den = pairwise ? v[ratio_sets.second + 1] : v[1];
+    if (!num || !den || *den <= 0) return std::nullopt;
+    return *num / *den;
+  };
+
+  std::string out;
+  for (const auto& [work, hot] : variants) {
+    const bool study_conditions = work == 0 && !hot;
+    std::string suffix;
+    if (work != 0) suffix += ", callee work " + work_label(work);
+    if (hot) suffix += ", hot (back-to-back)";
+
+    Grid a;
+    a.title = "(a) main-thread load x case, payload " + payload_label(sweep_payload) + suffix + "; mean us per call";
+    for (const auto& l : loads) a.row_labels.push_back(flagged_loads.count(l) != 0 ? l + " !" : l);
+    a.cases = cases;
+    a.sources = sources;
+    a.ratio_heading = ratio_heading;
+    a.ratio = ratio;
+    a.values = [&, work = work, hot = hot](std::size_t row, int c) {
+      std::vector<std::optional<double>> v;
+      v.push_back(study_conditions && sweep_payload == 10 ? published_load_mean_us(c, loads[row]) : std::nullopt);
+      for (const auto& s : sets) v.push_back(mean_of(s, c, loads[row], sweep_payload, work, hot));
+      return v;
+    };
+    out += a.render() + "\n";
+
+    if (!idle_payloads.empty()) {
+      Grid b;
+      b.title = "(b) payload x case, idle" + suffix + "; mean us per call";
+      for (auto p : idle_payloads) b.row_labels.push_back(payload_label(p));
+      b.cases = cases;
+      b.sources = sources;
+      b.ratio_heading = ratio_heading;
+      b.ratio = ratio;
+      b.values = [&, work = work, hot = hot](std::size_t row, int c) {
+        std::vector<std::optional<double>> v;
+        v.push_back(study_conditions ? published_payload_mean_us(c, idle_payloads[row]) : std::nullopt);
+        for (const auto& s : sets) v.push_back(mean_of(s, c, "idle", idle_payloads[row], work, hot));
+        return v;
+      };
+      out += b.render() + "\n";
+    }
+  }
+  out += "OH = published OpenHarmony/Node-API means of study 000 (20 calls per cell, on its device);\n"
+         "the other columns are this machine. '-' = not measured / not published.\n";
+  return out;
+}
+
+std::string percentile_table(const std::vector<NamedSet>& sets) {
+  const bool show_impl = sets.size() > 1;
+  TextTable t;
+  std::vector<std::string> head;
+  if (show_impl) head.push_back("impl");
+  for (const char* h : {"case", "load", "payload", "work", "calls", "|", "mean", "p50", "p90", "p99", "max", "|",
+                        "sched", "exec", "notify", "|", "p50/futex", "model", "mean/model"}) {
+    head.emplace_back(h);
+  }
+  t.row(head);
+  t.rule();
+  for (const auto& set : sets) {
+    for (const auto& p : *set.points) {
+      std::vector<std::string> r;
+      if (show_impl) r.push_back(set.name);
+      r.push_back(std::to_string(p.case_id));
+      r.push_back(p.load);
+      r.push_back(p.payload == 10 ? "10" : payload_label(p.payload));
+      r.push_back(work_label(p.work_ns) + (p.hot ? " hot" : ""));
+      r.push_back(std::to_string(p.calls));
+      r.push_back("|");
+      for (double v : {p.total_us.mean, p.total_us.p50, p.total_us.p90, p.total_us.p99, p.total_us.max}) {
+        r.push_back(us(v));
+      }
+      r.push_back("|");
+      for (double v : {p.schedule_us.p50, p.execute_us.p50, p.notify_us.p50}) r.push_back(us(v));
+      r.push_back("|");
+      r.push_back(p.ratio_to_futex_floor ? times(*p.ratio_to_futex_floor) : "-");
+      r.push_back(us(p.model_us));
+      r.push_back(p.model_us && *p.model_us > 0 ? format("%.2f", p.total_us.mean / *p.model_us) : "-");
+      t.row(r);
+    }
+  }
+  return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase)\n" + t.render();
+}
+
+std::string model_lines(const XcallReport& report) {
+  TextTable t;
+  t.row({"load", "case", "payload", "work", "measured mean", "model", "measured/model", "model terms (us)"});
+  t.rule();
+  bool any = false;
+  for (const auto& l : report.loads) {
+    if (l.load == "idle") continue;
+    for (const auto& p : report.points) {
+      if (p.load != l.load || !p.model_us) continue;
+      any = true;
+      const double idle = p.case_id == 2 ? *p.model_us : *p.model_us - l.duty * l.load_ms * 1000.0 / 2.0;
+      const std::string terms = p.case_id == 2
+                                    ? us(idle) + " idle; case 2 never waits for the main thread"
+                                    : us(idle) + " idle + " + format("%.3f", l.duty) + " duty x " +
+                                          format("%.0f", l.load_ms * 1000.0) + " D / 2";
+      t.row({l.load, std::to_string(p.case_id), p.payload == 10 ? "10" : payload_label(p.payload),
+             work_label(p.work_ns) + (p.hot ? " hot" : ""), us(p.total_us.mean), us(*p.model_us),
+             format("%.2f", p.total_us.mean / *p.model_us), terms});
+    }
+  }
+  if (!any) return "";
+  std::string out =
+      "load model: mean = idle mean + duty x D / 2, D = one load run: a call finds the load running with\n"
+      "probability duty and then waits half a run on average (cases 1 and 3, which need the main thread)\n" +
+      t.render();
+  if (report.machine.cpus < 3) {
+    out += "note: " + std::to_string(report.machine.cpus) +
+           " cpus: under load the main thread, the caller and the worker compete for CPU, so even case 2\n"
+           "slows down although it never waits for the main thread.\n";
+  }
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string render_table(const XcallReport& report) {
+  std::ostringstream out;
+  const auto& m = report.machine;
+  out << "xthread-bench xcall: study 000 (ThreadSafeFunctionPerf) reproduced with xthread\n";
+  out << "machine : " << m.cpus << " cpus" << (m.cpu_model.empty() ? "" : " (" + m.cpu_model + ")") << ", "
+      << m.kernel.substr(0, m.kernel.find(' ', m.kernel.find(' ') + 1)) << ", " << m.compiler << ", build "
+      << m.build_type << "\n";
+  const auto& f = report.floors;
+  out << "floors  : two-thread round trip, p50 (p99): spin " << us(f.spin_roundtrip_ns.p50 / 1000) << " us ("
+      << us(f.spin_roundtrip_ns.p99 / 1000) << "); std::atomic wait/notify (the \"futex floor\") "
+      << us(f.futex_roundtrip_ns.p50 / 1000) << " us (" << us(f.futex_roundtrip_ns.p99 / 1000) << ");\n"
+      << "          a sleeping thread woken (raw futex, no spinning) " << us(f.sleep_roundtrip_ns.p50 / 1000) << " us ("
+      << us(f.sleep_roundtrip_ns.p99 / 1000) << ")\n";
+  for (const auto& l : report.loads) {
+    if (l.load == "idle") continue;
+    out << "load    : " << l.load << " = fib(" << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh"
+        << (l.target_ms > 0 ? " + timed top-up" : "") << " every "
+        << format("%.0f", l.period_ms) << " ms: " << format("%.2f", l.load_ms) << " ms per run"
+        << (l.target_ms > 0 ? format(" (target %.0f ms)", l.target_ms) : std::string(" (n forced)")) << ", duty "
+        << format("%.1f", l.duty * 100) << " % over " << l.runs << " runs"
+        << (l.target_ms > 0 && !load_within(l.load_ms, l.target_ms) ? "  ! OFF TARGET by more than 10 %" : "")
+        << "\n";
+  }
+  out << "run     : " << format("%.1f", report.wall_s) << " s wall, cpu " << format("%.1f", report.cpu.user_s)
+      << " s user + " << format("%.1f", report.cpu.system_s) << " s system\n\n";
+
+  const NamedSet xthread{"xthread", "xt", &report.points};
+  out << study_tables({xthread}) << "\n";
+  out << model_lines(report);
+  out << percentile_table({xthread});
+  // The table says "OH = published ... study 000"; name the study and where its figures are.
+  out << "OH source: " << study000_citation() << "\n";
+  return out.str();
+}
+
+std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
+                                  const std::vector<XcallPoint>& node_api_raw, const std::set<std::string>& flagged_loads) {
+  if (node_api_raw.empty()) {
+    const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
+    return study_tables(sets, {0, 1}, flagged_loads) + "\n" + percentile_table(sets);
+  }
+  const std::vector<NamedSet> sets = {
+      {"TSFN raw", "raw", &node_api_raw}, {"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
+  return study_tables(sets, {1, 2}, flagged_loads) + "\n" + percentile_table(sets);
+}
+
+}  // namespace xthread_lab

@@ -1,0 +1,189 @@
+#include "xcall/results.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "common/text_table.hpp"
+
+namespace xthread_lab {
+namespace {
+
+std::vector<double> to_us(const std::vector<std::int64_t>& ns) {
+  std::vector<double> out;
+  out.reserve(ns.size());
+  for (std::int64_t v : ns) out.push_back(static_cast<double>(v) / 1000.0);
+  return out;
+}
+
+nlohmann::json optional_number(const std::optional<double>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+void XcallPoint::summarize_samples() {
+  total_us = summarize(to_us(samples.total_ns));
+  schedule_us = summarize(to_us(samples.schedule_ns));
+  execute_us = summarize(to_us(samples.execute_ns));
+  notify_us = summarize(to_us(samples.notify_ns));
+  calls = samples.total_ns.size();
+}
+
+void to_json(nlohmann::json& out, const XcallPoint& p) {
+  out = nlohmann::json{
+      {"implementation", p.implementation},
+      {"case", p.case_id},
+      {"load", p.load},
+      {"payload", p.payload},
+      {"work_ns", p.work_ns},
+      {"hot", p.hot},
+      {"calls", p.calls},
+      {"total_us", p.total_us},
+      {"schedule_us", p.schedule_us},
+      {"execute_us", p.execute_us},
+      {"notify_us", p.notify_us},
+      {"ratio_to_futex_floor", optional_number(p.ratio_to_futex_floor)},
+      {"model_us", optional_number(p.model_us)},
+      {"samples",
+       {{"total_ns", p.samples.total_ns},
+        {"schedule_ns", p.samples.schedule_ns},
+        {"execute_ns", p.samples.execute_ns},
+        {"notify_ns", p.samples.notify_ns}}},
+  };
+}
+
+void to_json(nlohmann::json& out, const LoadInfo& info) {
+  out = nlohmann::json{{"load", info.load},
+                       {"fib_n", info.fib_n ? nlohmann::json(*info.fib_n) : nlohmann::json(nullptr)},
+                       {"target_ms", info.target_ms},
+                       {"load_ms", info.load_ms},
+                       {"duty", info.duty},
+                       {"runs", info.runs},
+                       {"period_ms", info.period_ms}};
+}
+
+XcallPoint xcall_point_from_json(const nlohmann::json& in) {
+  if (!in.is_object()) throw std::runtime_error("not an object");
+  auto need = [&](const char* key) -> const nlohmann::json& {
+    const auto it = in.find(key);
+    if (it == in.end()) throw std::runtime_error(std::string("missing key '") + key + "'");
+    return *it;
+  };
+  auto typed = [&](const char* key, auto check, const char* type) -> const nlohmann::json& {
+    const nlohmann::json& v = need(key);
+    if (!check(v)) throw std::runtime_error(std::string("key '") + key + "' is not " + type);
+    return v;
+  };
+  const auto is_string = [](const nlohmann::json& v) { return v.is_string(); };
+  const auto is_integer = [](const nlohmann::json& v) { return v.is_number_integer(); };
+  const auto is_unsigned = [](const nlohmann::json& v) {
+    return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+  };
+  const auto is_bool = [](const nlohmann::json& v) { return v.is_boolean(); };
+  const auto is_object = [](const nlohmann::json& v) { return v.is_object(); };
+  const auto number_or_null = [](const nlohmann::json& v) { return v.is_number() || v.is_null(); };
+
+  XcallPoint p;
+  p.implementation = typed("implementation", is_string, "a string").get<std::string>();
+  p.case_id = typed("case", is_integer, "an integer").get<int>();
+  p.load = typed("load", is_string, "a string").get<std::string>();
+  p.payload = typed("payload", is_unsigned, "a non-negative integer").get<std::uint64_t>();
+  p.work_ns = typed("work_ns", is_integer, "an integer").get<std::int64_t>();
+  p.hot = typed("hot", is_bool, "a boolean").get<bool>();
+  p.calls = typed("calls", is_unsigned, "a non-negative integer").get<std::size_t>();
+  for (auto [key, field] : {std::pair{"total_us", &p.total_us}, std::pair{"schedule_us", &p.schedule_us},
+                            std::pair{"execute_us", &p.execute_us}, std::pair{"notify_us", &p.notify_us}}) {
+    try {
+      from_json(typed(key, is_object, "an object"), *field);
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(std::string("key '") + key + "': " + e.what());
+    }
+  }
+  if (const auto& r = typed("ratio_to_futex_floor", number_or_null, "a number or null"); r.is_number()) {
+    p.ratio_to_futex_floor = r.get<double>();
+  }
+  if (const auto& m = typed("model_us", number_or_null, "a number or null"); m.is_number()) {
+    p.model_us = m.get<double>();
+  }
+  if (const auto it = in.find("samples"); it != in.end() && !it->is_null()) {
+    if (!it->is_object()) throw std::runtime_error("key 'samples' is not an object");
+    auto read = [&](const char* key, std::vector<std::int64_t>& into) {
+      const auto s = it->find(key);
+      if (s == it->end()) throw std::runtime_error(std::string("missing key 'samples.") + key + "'");
+      if (!s->is_array()) throw std::runtime_error(std::string("key 'samples.") + key + "' is not an array");
+      into = s->get<std::vector<std::int64_t>>();
+    };
+    read("total_ns", p.samples.total_ns);
+    read("schedule_ns", p.samples.schedule_ns);
+    read("execute_ns", p.samples.execute_ns);
+    read("notify_ns", p.samples.notify_ns);
+  }
+  return p;
+}
+
+std::vector<XcallPoint> read_xcall_points(const nlohmann::json& doc) {
+  const nlohmann::json* array = &doc;
+  if (doc.is_object()) {
+    const auto it = doc.find("points");
+    if (it == doc.end()) throw std::runtime_error("xcall results: missing key 'points'");
+    array = &*it;
+  }
+  if (!array->is_array()) throw std::runtime_error("xcall results: 'points' is not an array");
+  std::vector<XcallPoint> points;
+  points.reserve(array->size());
+  for (std::size_t i = 0; i < array->size(); ++i) {
+    try {
+      points.push_back(xcall_point_from_json((*array)[i]));
+    } catch (const std::exception& e) {
+      throw std::runtime_error("xcall point #" + std::to_string(i) + ": " + e.what());
+    }
+  }
+  return points;
+}
+
+bool load_within(double value_ms, double reference_ms) {
+  if (reference_ms <= 0) return false;
+  return std::fabs(value_ms - reference_ms) <= kLoadTolerance * reference_ms;
+}
+
+std::vector<std::string> load_problems(double target_ms,
+                                       const std::vector<std::pair<std::string, const LoadInfo*>>& named) {
+  std::vector<std::string> out;
+  std::vector<const std::pair<std::string, const LoadInfo*>*> present;
+  for (const auto& n : named) {
+    if (n.second != nullptr) present.push_back(&n);
+  }
+  if (target_ms > 0) {
+    for (const auto* n : present) {
+      if (!load_within(n->second->load_ms, target_ms)) {
+        out.push_back(format("%s %.2f ms misses the %.1f ms target by %.0f %%", n->first.c_str(), n->second->load_ms,
+                             target_ms, 100 * std::fabs(n->second->load_ms - target_ms) / target_ms));
+      }
+    }
+  }
+  for (std::size_t i = 0; i < present.size(); ++i) {
+    for (std::size_t j = i + 1; j < present.size(); ++j) {
+      const double a = present[i]->second->load_ms, b = present[j]->second->load_ms;
+      const double lo = std::min(a, b);
+      if (!load_within(std::max(a, b), lo)) {
+        out.push_back(format("%s %.2f ms vs %s %.2f ms differ by %s", present[i]->first.c_str(), a,
+                             present[j]->first.c_str(), b,
+                             lo > 0 ? format("%.0f %%", 100 * (std::max(a, b) - lo) / lo).c_str() : "more than 10 %"));
+      }
+    }
+  }
+  return out;
+}
+
+const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
+                             std::uint64_t payload, std::int64_t work_ns, bool hot) {
+  for (const XcallPoint& p : points) {
+    if (p.case_id == case_id && p.load == load && p.payload == payload && p.work_ns == work_ns && p.hot == hot) {
+      return &p;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace xthread_lab

@@ -1,0 +1,102 @@
+// Result types of the cross-thread call lab (study 000) and their JSON form, schema
+// "xthread-bench/xcall/1" (docs/results-schema.md).
+//
+// An XcallPoint is self-contained: it carries its own implementation name, coordinates, summaries and
+// raw samples, so another producer (the Node-API bridge, implementation "node-api") can emit the same
+// objects and every reporter here can read them back with read_xcall_points().
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/statistics.hpp"
+#include "common/floors.hpp"
+#include "common/machine.hpp"
+
+namespace xthread_lab {
+
+inline constexpr std::string_view kXcallSchema = "xthread-bench/xcall/1";
+
+// Main-thread load levels of the study.
+inline constexpr std::string_view kLoadNames[] = {"idle", "medium", "heavy"};
+
+struct XcallSamples {
+  std::vector<std::int64_t> total_ns;     // issue -> caller resumes
+  std::vector<std::int64_t> schedule_ns;  // issue -> callee starts
+  std::vector<std::int64_t> execute_ns;   // callee body
+  std::vector<std::int64_t> notify_ns;    // callee returns -> caller resumes
+};
+
+struct XcallPoint {
+  std::string implementation = "xthread";  // "xthread" | "node-api" (bridge) | "node-api-raw" (bare TSFN)
+  int case_id = 1;                         // 1 main loop, 2 worker loop, 3 worker -> nested call to main
+  std::string load = "idle";               // "idle" | "medium" | "heavy"
+  std::uint64_t payload = 10;              // total characters of the two arguments
+  std::int64_t work_ns = 0;                // extra busy-wait inside the callee
+  bool hot = false;                        // calls back-to-back (no gap)
+  std::size_t calls = 0;                   // measured calls (warm-up excluded)
+  Summary total_us, schedule_us, execute_us, notify_us;
+  std::optional<double> ratio_to_futex_floor;  // total p50 / futex round-trip p50
+  std::optional<double> model_us;              // load model, see docs/results-schema.md
+  XcallSamples samples;                        // may be empty when read from a file without samples
+
+  // Fills the four summaries and `calls` from `samples`.
+  void summarize_samples();
+};
+
+// How the main-thread load of one level behaved during its measurement phase.
+struct LoadInfo {
+  std::string load;             // "idle" | "medium" | "heavy"
+  std::optional<int> fib_n;     // Fibonacci argument (nullopt for idle)
+  double target_ms = 0;         // what calibration aimed at (0 for idle / forced n)
+  double load_ms = 0;           // measured mean duration of one load run (fib + uuid refresh)
+  double duty = 0;              // total load time / phase wall time, in [0, 1]
+  std::size_t runs = 0;         // load runs during the phase
+  double period_ms = 0;         // timer period (8 ms)
+};
+
+// A measured load is on target when within this fraction of the target, and two implementations' loads
+// are the same load when within this fraction of each other (issue #10: 10 %).
+inline constexpr double kLoadTolerance = 0.10;
+
+// |value - reference| <= kLoadTolerance x reference (false when reference <= 0).
+bool load_within(double value_ms, double reference_ms);
+
+// Why a loaded level's row is not a like-for-like comparison at `target_ms`: empty when every given load
+// is within kLoadTolerance of the target and, with two, of each other (the smaller as reference);
+// otherwise one phrase per problem, e.g. "Node-API 9.35 ms vs xthread 7.62 ms differ by 23 %".
+// `named` pairs a display name with a load (nullptr = not measured, ignored).
+std::vector<std::string> load_problems(double target_ms,
+                                       const std::vector<std::pair<std::string, const LoadInfo*>>& named);
+
+struct XcallReport {
+  MachineInfo machine;
+  nlohmann::json config = nlohmann::json::object();  // resolved options, see docs/results-schema.md
+  Floors floors;
+  std::vector<LoadInfo> loads;
+  std::vector<XcallPoint> points;
+  double wall_s = 0;
+  CpuTimes cpu;
+};
+
+void to_json(nlohmann::json& out, const XcallPoint& point);
+void to_json(nlohmann::json& out, const LoadInfo& info);
+
+// Parses one point object. Throws std::runtime_error naming the missing or mistyped key.
+XcallPoint xcall_point_from_json(const nlohmann::json& in);
+
+// Reads the points of a results document (an object with "points") or of a bare array of points.
+// Accepts points of any implementation. Throws std::runtime_error("xcall point #i: ...") on bad input.
+std::vector<XcallPoint> read_xcall_points(const nlohmann::json& doc);
+
+// Finds the point with these coordinates (first match), or nullptr.
+const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
+                             std::uint64_t payload, std::int64_t work_ns, bool hot);
+
+}  // namespace xthread_lab

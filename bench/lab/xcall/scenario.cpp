@@ -1,0 +1,497 @@
+#include "xcall/scenario.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <pthread.h>
+
+#include <xthread/xthread.hpp>
+
+#include "common/cpu_relax.hpp"
+
+namespace xthread_lab {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::nanoseconds;
+
+// What a callee hands back: the concatenation plus the callee's own steady_clock timestamps taken at
+// entry and just before returning. For case 3 they bracket the whole worker-side function, nested
+// call included.
+struct Reply {
+  std::string text;
+  Clock::time_point start;
+  Clock::time_point end;
+};
+using Concat = xthread::ThreadSafeFunction<Reply(std::string, std::string)>;
+
+std::atomic<std::uint64_t> g_sink{0};  // keeps the Fibonacci results alive
+
+void busy_wait(Clock::time_point from, nanoseconds work) {
+  if (work.count() <= 0) return;
+  const auto until = from + work;
+  while (Clock::now() < until) cpu_relax();
+}
+
+// The callee of cases 1 and 2 (and the main-thread part of case 3): busy-wait `work`, concatenate.
+Reply concatenate(std::string a, std::string b, nanoseconds work) {
+  Reply reply;
+  reply.start = Clock::now();
+  busy_wait(reply.start, work);
+  reply.text.reserve(a.size() + b.size());
+  reply.text.append(a).append(b);
+  reply.end = Clock::now();
+  return reply;
+}
+
+std::string random_uuid(std::mt19937_64& rng) {
+  std::uint8_t bytes[16];
+  for (int i = 0; i < 16; i += 8) {
+    const std::uint64_t r = rng();
+    for (int j = 0; j < 8; ++j) bytes[i + j] = static_cast<std::uint8_t>(r >> (8 * j));
+  }
+  bytes[6] = static_cast<std::uint8_t>((bytes[6] & 0x0F) | 0x40);  // version 4
+  bytes[8] = static_cast<std::uint8_t>((bytes[8] & 0x3F) | 0x80);  // RFC 4122 variant
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(hex[bytes[i] >> 4]);
+    out.push_back(hex[bytes[i] & 0x0F]);
+  }
+  return out;
+}
+
+// State of one load phase. The timer callback runs on the main loop; the caller thread reads the
+// totals after cancelling the timer and passing a barrier through the main loop. `mutex` guards
+// run_ns so a late timer run (if cancel raced with a due timer) can never race with that read, and
+// `stopped` makes such a run a no-op. Owned by shared_ptr so a late run never touches freed memory.
+struct LoadState {
+  int n = 0;
+  nanoseconds target{0};  // each run lasts at least this long (0 = fib(n) only, as with --load-fib)
+  std::mt19937_64 rng;
+  std::string uuid;  // the "UI string" the study refreshes; only touched on the main loop
+  std::atomic<bool> stopped{false};
+  std::mutex mutex;
+  std::vector<double> run_ns;  // guarded by mutex
+};
+
+void run_load(LoadState& state) {
+  if (state.stopped.load(std::memory_order_acquire)) return;
+  const auto start = Clock::now();
+  g_sink.fetch_add(fibonacci(state.n), std::memory_order_relaxed);
+  state.uuid = random_uuid(state.rng);
+  // The timed top-up: fib's granularity is x1.6 per step of n, so fib(n) alone cannot hit a target;
+  // spinning to start + target does, whatever this machine's speed.
+  busy_wait(start, state.target);
+  const auto end = Clock::now();
+  std::lock_guard lock(state.mutex);
+  state.run_ns.push_back(static_cast<double>(nanoseconds(end - start).count()));
+}
+
+// Fibonacci timings, shared by both load levels' calibration. Each n is timed in thread CPU time and
+// the minimum of a few runs is kept: on a shared machine, wall time would include preemption by other
+// processes and make the pick jump around. (The load's real duration, wall time on the main thread, is
+// measured during the run and reported as load_ms.)
+class FibCalibrator {
+ public:
+  // The largest n whose time is at most kLoadFibShare x target_ms (the run's timed top-up supplies the
+  // rest), or the smallest n tried when even that is too slow.
+  int pick(double target_ms) {
+    int best = 12;
+    for (int n = 12; n <= 50; ++n) {
+      const double ms = time_ms(n);
+      if (ms > kLoadFibShare * target_ms) break;
+      best = n;
+    }
+    return best;
+  }
+
+ private:
+  double time_ms(int n) {
+    if (const auto it = cache_.find(n); it != cache_.end()) return it->second;
+    double best = INFINITY;
+    for (int i = 0; i < 3; ++i) {
+      const double t0 = thread_cpu_seconds();
+      g_sink.fetch_add(fibonacci(n), std::memory_order_relaxed);
+      best = std::min(best, (thread_cpu_seconds() - t0) * 1e3);
+    }
+    return cache_[n] = best;
+  }
+  std::map<int, double> cache_;
+};
+
+struct Payload {
+  std::string a, b, expected;
+};
+
+Payload make_payload(std::uint64_t total) {
+  Payload p;
+  if (total == 10) {
+    p.a = "Hello";
+    p.b = "World";
+  } else {
+    const std::uint64_t half = total / 2;
+    p.a.resize(half);
+    p.b.resize(total - half);
+    for (std::uint64_t i = 0; i < p.a.size(); ++i) p.a[i] = static_cast<char>('a' + i % 26);
+    for (std::uint64_t i = 0; i < p.b.size(); ++i) p.b[i] = static_cast<char>('A' + i % 26);
+  }
+  p.expected = p.a + p.b;
+  return p;
+}
+
+std::string describe(const XcallPointSpec& s) {
+  return "case " + std::to_string(s.case_id) + ", load " + std::string(load_name(s.load)) + ", payload " +
+         std::to_string(s.payload) + ", work " + std::to_string(s.work.count()) + "ns";
+}
+
+// Everything the caller thread does. Owns the worker loop and the thread-safe functions, so they are
+// created and destroyed while the main loop is still running.
+class Driver {
+ public:
+  Driver(const XcallOptions& options, const std::vector<XcallPointSpec>& specs, Progress& progress,
+         xthread::EventLoop& main_loop, XcallReport& report, std::uint64_t seed)
+      : options_(options), specs_(specs), progress_(progress), main_loop_(main_loop), report_(report), rng_(seed) {}
+
+  void run() {
+    xthread::LoopThread worker("xcall-worker");
+    Concat main_concat(main_loop_, [this](std::string a, std::string b) {
+      return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
+    });
+    Concat worker_concat(worker.loop(), [this](std::string a, std::string b) {
+      return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
+    });
+    Concat worker_nested(worker.loop(), [&main_concat](std::string a, std::string b) {
+      const auto start = Clock::now();
+      Reply reply = main_concat.call_sync(std::move(a), std::move(b));
+      reply.start = start;
+      reply.end = Clock::now();
+      return reply;
+    });
+    Concat* targets[3] = {&main_concat, &worker_concat, &worker_nested};
+
+    progress_.update("xcall: measuring floors");
+    report_.floors = measure_floors(options_.floor_round_trips);
+
+    std::size_t done = 0;
+    for (LoadLevel level : options_.loads) {
+      std::vector<const XcallPointSpec*> group;
+      for (const auto& s : specs_) {
+        if (s.load == level) group.push_back(&s);
+      }
+      if (group.empty()) continue;
+
+      LoadInfo info;
+      info.load = std::string(load_name(level));
+      std::shared_ptr<LoadState> state;
+      xthread::Timer timer;
+      Clock::time_point phase_start;
+      if (level != LoadLevel::idle) {
+        info.period_ms = std::chrono::duration<double, std::milli>(options_.load_period).count();
+        if (const auto forced = options_.load_fib.find(level); forced != options_.load_fib.end()) {
+          info.fib_n = forced->second;
+        } else {
+          info.target_ms = level == LoadLevel::medium ? options_.medium_target_ms : options_.heavy_target_ms;
+          progress_.update("xcall: calibrating Fibonacci for " + info.load + " load");
+          info.fib_n = calibrator_.pick(info.target_ms);
+        }
+        state = std::make_shared<LoadState>();
+        state->n = *info.fib_n;
+        state->target = nanoseconds(static_cast<std::int64_t>(info.target_ms * 1e6));
+        state->rng.seed(rng_());
+        phase_start = Clock::now();
+        timer = main_loop_.post_every(options_.load_period, [state] { run_load(*state); });
+      }
+
+      for (const XcallPointSpec* spec : group) {
+        ++done;
+        measure(*spec, *targets[spec->case_id - 1], done);
+      }
+
+      if (state) {
+        timer.cancel();
+        state->stopped.store(true, std::memory_order_release);
+        barrier_main();
+        const double wall_ns = static_cast<double>(nanoseconds(Clock::now() - phase_start).count());
+        std::lock_guard lock(state->mutex);
+        double busy = 0;
+        for (double ns : state->run_ns) busy += ns;
+        info.runs = state->run_ns.size();
+        info.load_ms = info.runs ? busy / static_cast<double>(info.runs) / 1e6 : 0;
+        info.duty = wall_ns > 0 ? busy / wall_ns : 0;
+      }
+      report_.loads.push_back(info);
+    }
+    progress_.done();
+  }
+
+ private:
+  // Returns once every task posted to the main loop before it has run.
+  void barrier_main() {
+    std::promise<void> reached;
+    auto future = reached.get_future();
+    if (!main_loop_.post([&reached] { reached.set_value(); })) throw RunError("main loop stopped unexpectedly");
+    future.wait();
+  }
+
+  const Payload& payload(std::uint64_t size) {
+    auto it = payloads_.find(size);
+    if (it == payloads_.end()) it = payloads_.emplace(size, make_payload(size)).first;
+    return it->second;
+  }
+
+  void one_call(Concat& target, const Payload& p, const XcallPointSpec& spec, XcallSamples* samples) {
+    std::string a = p.a;  // fresh copies, moved into the call as the study's arguments are
+    std::string b = p.b;
+    const auto issued = Clock::now();
+    Reply reply = target.call_sync(std::move(a), std::move(b));
+    const auto resumed = Clock::now();
+    if (options_.tamper_reply_for_test) options_.tamper_reply_for_test(reply.text);
+    if (reply.text.size() != p.expected.size()) {
+      throw RunError("wrong answer (" + describe(spec) + "): expected " + std::to_string(p.expected.size()) +
+                     " characters, got " + std::to_string(reply.text.size()));
+    }
+    if (reply.text != p.expected) {
+      const auto mismatch = std::mismatch(reply.text.begin(), reply.text.end(), p.expected.begin()).first;
+      throw RunError("wrong answer (" + describe(spec) + "): content differs at character " +
+                     std::to_string(mismatch - reply.text.begin()));
+    }
+    if (samples == nullptr) return;
+    auto ns = [](Clock::duration d) { return static_cast<std::int64_t>(nanoseconds(d).count()); };
+    samples->total_ns.push_back(ns(resumed - issued));
+    samples->schedule_ns.push_back(ns(reply.start - issued));
+    samples->execute_ns.push_back(ns(reply.end - reply.start));
+    samples->notify_ns.push_back(ns(resumed - reply.end));
+  }
+
+  void measure(const XcallPointSpec& spec, Concat& target, std::size_t index) {
+    const bool idle = spec.load == LoadLevel::idle;
+    const std::size_t calls = calls_per_point(options_, spec.load);
+    std::pair<nanoseconds, nanoseconds> gap{nanoseconds(0), nanoseconds(0)};
+    if (!options_.hot) {
+      gap = options_.gap.value_or(idle ? std::pair{nanoseconds(0), nanoseconds(std::chrono::microseconds(200))}
+                                       : std::pair{nanoseconds(0), options_.load_period});
+    }
+    std::uniform_int_distribution<std::int64_t> gap_dist(gap.first.count(), gap.second.count());
+    const Payload& p = payload(spec.payload);
+    work_ns_.store(spec.work.count(), std::memory_order_relaxed);
+
+    const std::string label = "xcall [" + std::to_string(index) + "/" + std::to_string(specs_.size()) + "] " +
+                              describe(spec) + ": ";
+    progress_.update(label + "warm-up");
+    for (std::size_t i = 0; i < options_.warmup; ++i) one_call(target, p, spec, nullptr);
+
+    XcallPoint point;
+    point.case_id = spec.case_id;
+    point.load = std::string(load_name(spec.load));
+    point.payload = spec.payload;
+    point.work_ns = spec.work.count();
+    point.hot = options_.hot;
+    point.samples.total_ns.reserve(calls);
+    point.samples.schedule_ns.reserve(calls);
+    point.samples.execute_ns.reserve(calls);
+    point.samples.notify_ns.reserve(calls);
+    auto last_update = Clock::now();
+    for (std::size_t i = 0; i < calls; ++i) {
+      if (!options_.hot) {
+        // The gap spaces calls out (so they land at every phase of the load cycle); it is not used to
+        // synchronize anything.
+        const nanoseconds pause(gap_dist(rng_));
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
+      }
+      one_call(target, p, spec, &point.samples);
+      if (progress_.active() && Clock::now() - last_update > std::chrono::milliseconds(100)) {
+        last_update = Clock::now();
+        progress_.update(label + std::to_string(i + 1) + "/" + std::to_string(calls));
+      }
+    }
+    point.summarize_samples();
+    report_.points.push_back(std::move(point));
+  }
+
+  const XcallOptions& options_;
+  const std::vector<XcallPointSpec>& specs_;
+  Progress& progress_;
+  xthread::EventLoop& main_loop_;
+  XcallReport& report_;
+  std::mt19937_64 rng_;
+  std::atomic<std::int64_t> work_ns_{0};  // work of the current point; published to callees by the call itself
+  std::map<std::uint64_t, Payload> payloads_;
+  FibCalibrator calibrator_;
+};
+
+nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_t planned) {
+  nlohmann::json loads = nlohmann::json::array();
+  for (LoadLevel l : o.loads) loads.push_back(load_name(l));
+  nlohmann::json works = nlohmann::json::array();
+  for (auto w : o.works) works.push_back(w.count());
+  nlohmann::json forced = nlohmann::json::object();
+  for (const auto& [level, n] : o.load_fib) forced[std::string(load_name(level))] = n;
+  auto gap_json = [&](bool idle) -> nlohmann::json {
+    if (o.hot) return {0, 0};
+    if (o.gap) return {o.gap->first.count(), o.gap->second.count()};
+    return idle ? nlohmann::json{0, 200000} : nlohmann::json{0, o.load_period.count()};
+  };
+  return nlohmann::json{
+      {"cases", o.cases},
+      {"loads", loads},
+      {"payloads", o.payloads},
+      {"work_ns", works},
+      {"calls_idle", calls_per_point(o, LoadLevel::idle)},
+      {"calls_loaded", calls_per_point(o, LoadLevel::medium)},
+      {"warmup", o.warmup},
+      {"gap_idle_ns", gap_json(true)},
+      {"gap_loaded_ns", gap_json(false)},
+      {"hot", o.hot},
+      {"full_matrix", o.full_matrix},
+      {"load_period_ns", o.load_period.count()},
+      {"load_target_ms", {{"medium", o.medium_target_ms}, {"heavy", o.heavy_target_ms}}},
+      {"load_fib_forced", forced},
+      {"floor_round_trips", o.floor_round_trips},
+      {"seed", seed},
+      {"points_planned", planned},
+  };
+}
+
+}  // namespace
+
+std::string_view load_name(LoadLevel level) {
+  switch (level) {
+    case LoadLevel::idle: return "idle";
+    case LoadLevel::medium: return "medium";
+    case LoadLevel::heavy: return "heavy";
+  }
+  return "?";
+}
+
+LoadLevel parse_load(std::string_view text) {
+  if (text == "idle") return LoadLevel::idle;
+  if (text == "medium") return LoadLevel::medium;
+  if (text == "heavy") return LoadLevel::heavy;
+  throw UsageError("unknown load '" + std::string(text) + "' (expected idle, medium or heavy)");
+}
+
+[[gnu::noinline]] std::uint64_t fibonacci(int n) {
+  if (n <= 2) return 1;
+  return fibonacci(n - 1) + fibonacci(n - 2);
+}
+
+void validate(const XcallOptions& o) {
+  if (o.cases.empty()) throw UsageError("no case given");
+  for (int c : o.cases) {
+    if (c < 1 || c > 3) throw UsageError("unknown case '" + std::to_string(c) + "' (expected 1, 2 or 3)");
+  }
+  if (o.loads.empty()) throw UsageError("no load given");
+  if (o.payloads.empty()) throw UsageError("no payload given");
+  for (std::uint64_t p : o.payloads) {
+    if (p == 0 || p > kMaxPayload) {
+      throw UsageError("payload " + std::to_string(p) + " out of range (1 .. " + std::to_string(kMaxPayload) +
+                       " characters)");
+    }
+  }
+  if (o.works.empty()) throw UsageError("no work given");
+  if (o.gap && o.gap->first > o.gap->second) throw UsageError("--gap minimum exceeds its maximum");
+  if (o.calls && *o.calls == 0) throw UsageError("--calls must be a positive integer, got '0'");
+  for (const auto& [level, n] : o.load_fib) {
+    if (n < 1 || n > 60) throw UsageError("--load-fib n must be in 1..60, got " + std::to_string(n));
+  }
+}
+
+std::vector<XcallPointSpec> plan_points(const XcallOptions& o) {
+  std::vector<XcallPointSpec> out;
+  auto add = [&](int c, LoadLevel l, std::uint64_t p, nanoseconds w) {
+    for (const auto& s : out) {
+      if (s.case_id == c && s.load == l && s.payload == p && s.work == w) return;
+    }
+    out.push_back({c, l, p, w});
+  };
+  const bool has_idle = std::find(o.loads.begin(), o.loads.end(), LoadLevel::idle) != o.loads.end();
+  const std::uint64_t sweep_payload = std::find(o.payloads.begin(), o.payloads.end(), 10u) != o.payloads.end()
+                                          ? 10
+                                          : *std::min_element(o.payloads.begin(), o.payloads.end());
+  // Group by load, in the order the loads were given, so every load phase starts and stops once.
+  for (LoadLevel l : o.loads) {
+    for (int c : o.cases) {
+      for (std::uint64_t p : o.payloads) {
+        const bool wanted = o.full_matrix || p == sweep_payload || (l == LoadLevel::idle && has_idle);
+        if (!wanted) continue;
+        for (nanoseconds w : o.works) add(c, l, p, w);
+      }
+    }
+  }
+  return out;
+}
+
+std::size_t calls_per_point(const XcallOptions& options, LoadLevel load) {
+  return options.calls.value_or(load == LoadLevel::idle || options.hot ? kDefaultIdleCalls : kDefaultLoadedCalls);
+}
+
+// model = idle mean + duty x D / 2 for the calls that need the main thread (cases 1 and 3): a call
+// finds the load running with probability `duty` and then waits on average half a run (D / 2).
+// Case 2 never touches the main thread, so its model is its idle mean. Null without an idle twin.
+void apply_load_model(std::vector<XcallPoint>& points, const std::vector<LoadInfo>& loads) {
+  for (XcallPoint& p : points) {
+    if (p.load == "idle") continue;
+    const XcallPoint* idle = find_point(points, p.case_id, "idle", p.payload, p.work_ns, p.hot);
+    const auto info = std::find_if(loads.begin(), loads.end(), [&](const LoadInfo& l) { return l.load == p.load; });
+    if (idle == nullptr || info == loads.end()) continue;
+    const double wait_us = p.case_id == 2 ? 0.0 : info->duty * info->load_ms * 1000.0 / 2.0;
+    p.model_us = idle->total_us.mean + wait_us;
+  }
+}
+
+XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
+  validate(options);
+  const std::vector<XcallPointSpec> specs = plan_points(options);
+  std::uint64_t seed = options.seed;
+  if (seed == 0) seed = (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+
+  XcallReport report;
+  report.machine = machine_info();
+  report.config = config_json(options, seed, specs.size());
+  const auto wall_start = Clock::now();
+  const CpuTimes cpu_start = process_cpu_times();
+
+  xthread::EventLoop main_loop;
+  std::exception_ptr failure;
+  std::promise<void> loop_running;
+  std::thread caller([&] {
+    pthread_setname_np(pthread_self(), "xcall-caller");
+    // Wait until this thread's first task has run on the main loop, so stop() below can never
+    // precede run().
+    loop_running.get_future().wait();
+    try {
+      Driver driver(options, specs, progress, main_loop, report, seed);
+      driver.run();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    main_loop.stop();
+  });
+  main_loop.post([&loop_running] { loop_running.set_value(); });
+  main_loop.run();
+  caller.join();
+  progress.done();
+  if (failure) std::rethrow_exception(failure);
+
+  const CpuTimes cpu_end = process_cpu_times();
+  report.cpu = CpuTimes{cpu_end.user_s - cpu_start.user_s, cpu_end.system_s - cpu_start.system_s};
+  report.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+  const double futex_p50 = report.floors.futex_roundtrip_ns.p50;
+  for (XcallPoint& p : report.points) {
+    if (futex_p50 > 0) p.ratio_to_futex_floor = p.total_us.p50 * 1000.0 / futex_p50;
+  }
+  apply_load_model(report.points, report.loads);
+  return report;
+}
+
+}  // namespace xthread_lab

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""Unit tests of bench/lab/report/html_report.py and run_json.py on small synthetic results directories:
+a part that did not run is a "not run" section (never an error), a skipped part says why, a quick run is
+labelled as such, an xcall part gets its tables and its inlined chart.
+
+Usage: html_report_test.py (run by ctest as lab_report_html; standard library only)
+"""
+
+import base64
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPORT_DIR = os.path.join(HERE, "..", "..", "..", "bench", "lab", "report")
+sys.path.insert(0, REPORT_DIR)
+import html_report  # noqa: E402
+
+# A 1x1 PNG: what a chart file looks like to the generator.
+PNG = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==")
+
+
+def summary(mean):
+    return {"mean": mean, "p50": mean, "p90": mean, "p99": mean, "min": mean, "max": mean, "count": 3}
+
+
+def point(case, load, payload, mean):
+    return {"implementation": "xthread", "case": case, "load": load, "payload": payload, "work_ns": 0, "hot": False,
+            "calls": 3, "total_us": summary(mean), "schedule_us": summary(mean / 2), "execute_us": summary(0.1),
+            "notify_us": summary(mean / 2 - 0.1), "ratio_to_futex_floor": None, "model_us": None}
+
+
+def xcall_doc():
+    points = [point(c, "idle", p, 10.0 * c) for c in (1, 2, 3) for p in (10, 1000)]
+    points += [point(c, l, 10, 100.0 * c) for c in (1, 2, 3) for l in ("medium", "heavy")]
+    return {"schema": "xthread-bench/xcall/1",
+            "machine": {"cpus": 2, "cpu_model": "Test CPU", "kernel": "Linux 6", "compiler": "g++ 12",
+                        "build_type": "Release", "timestamp_utc": "2026-01-01T00:00:00Z"},
+            "config": {"calls_idle": 3, "calls_loaded": 3, "gap_idle_ns": [0, 200000], "seed": 7},
+            "floors": {k: summary(1000.0) for k in ("spin_roundtrip_ns", "futex_roundtrip_ns", "sleep_roundtrip_ns")},
+            "loads": [{"load": "idle"}, {"load": "medium", "fib_n": 30, "target_ms": 2.0, "load_ms": 2.1, "duty": 0.26,
+                                         "runs": 9}],
+            "points": points,
+            "reference": {"citation": {"study": "ThreadSafeFunctionPerf", "repository": "kkup180/thread-safe-function-perf"},
+                          "calls_per_cell": 20, "load_mean_us": {"1": {"idle": 795}},
+                          "payload_mean_us": {"1": {"10": 791, "1000": 795}}},
+            "run": {"wall_s": 1.5}}
+
+
+class Dir:
+    """A temporary results directory with helpers to fill it."""
+
+    def __init__(self):
+        self._tmp = tempfile.TemporaryDirectory()
+        self.path = self._tmp.name
+
+    def write(self, rel, content):
+        full = os.path.join(self.path, rel)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        mode = "wb" if isinstance(content, bytes) else "w"
+        with open(full, mode) as f:
+            f.write(content if isinstance(content, (str, bytes)) else json.dumps(content))
+
+    def run_json(self, kind, phases):
+        """run.json as scripts/lab writes it, through run_json.py; phases: (part, status, skip reason)."""
+        tsv = os.path.join(self.path, "phases.tsv")
+        with open(tsv, "w") as f:
+            for part, status, skipped in phases:
+                f.write(f"{part}\t{status}\t1\t{skipped}\txthread-bench {part} --out x\n")
+        subprocess.run([sys.executable, os.path.join(REPORT_DIR, "run_json.py"), os.path.join(self.path, "run.json"),
+                        "--kind", kind, "--start-utc", "2026-01-01T00:00:00Z", "--lab-seconds", "12",
+                        "--build-dir", "build/release", tsv], check=True)
+
+    def page(self):
+        out = subprocess.run([sys.executable, os.path.join(REPORT_DIR, "html_report.py"), self.path],
+                             check=True, capture_output=True, text=True).stdout.strip()
+        self.assert_equal(out, os.path.join(self.path, "index.html"))
+        with open(out, encoding="utf-8") as f:
+            return f.read()
+
+    @staticmethod
+    def assert_equal(a, b):
+        if a != b:
+            raise AssertionError(f"{a!r} != {b!r}")
+
+    def close(self):
+        self._tmp.cleanup()
+
+
+def section(page, part):
+    m = re.search(rf'<section id="{part}"( class="([^"]*)")?>(.*?)</section>', page, re.S)
+    return (m.group(2) or "", m.group(3)) if m else (None, None)
+
+
+class HtmlReportTest(unittest.TestCase):
+    def setUp(self):
+        self.dir = Dir()
+
+    def tearDown(self):
+        self.dir.close()
+
+    def test_empty_directory_is_every_part_not_run(self):
+        page = self.dir.page()
+        for part in ("xcall", "napi", "pool", "micro"):
+            cls, body = section(page, part)
+            self.assertEqual(cls, "not-run", part)
+            self.assertIn("not run", body)
+        self.assertIn("Run kind unknown", page)
+        self.assertEqual(re.findall(r'<table id="([^"]+)"', page), ["machine", "run-commands"])
+
+    def test_quick_xcall_only_with_napi_skipped(self):
+        self.dir.write("xcall/results.json", xcall_doc())
+        self.dir.write("xcall/xcall_load.png", PNG)
+        self.dir.write("xcall/xcall_cdf.png", b"")  # an empty chart file is left out, not embedded
+        self.dir.write("xcall/table.txt", "method: three cases\n(a) table\n")
+        self.dir.run_json("quick", [("xcall", 0, ""), ("napi", 0, "the Node-API addon was not built")])
+        page = self.dir.page()
+
+        self.assertIn("quick run — for publication use scripts/lab --full", page)
+        self.assertIn('class="banner quick"', page)
+        tables = re.findall(r'<table id="([^"]+)"', page)
+        for t in ("machine", "xcall-load", "xcall-payload", "xcall-phases", "xcall-loads", "xcall-floors",
+                  "run-commands"):
+            self.assertIn(t, tables)
+        self.assertFalse([t for t in tables if t.startswith(("napi-", "pool-", "micro"))], tables)
+        images = re.findall(r'<img class="chart" id="([^"]+)"[^>]*src="data:image/png;base64,([^"]+)"', page)
+        self.assertEqual([i for i, _ in images], ["chart-xcall-xcall_load"])
+        self.assertEqual(base64.b64decode(images[0][1]), PNG)
+
+        cls, body = section(page, "napi")
+        self.assertEqual(cls, "not-run")
+        self.assertIn("not run — the Node-API addon was not built", body)
+        for part in ("pool", "micro"):
+            self.assertEqual(section(page, part)[0], "not-run", part)
+        cls, body = section(page, "xcall")
+        self.assertEqual(cls, "")
+        self.assertIn("795", body)  # the published figure beside ours
+        self.assertIn("method: three cases", page)  # the command's method line is among the caveats
+        self.assertNotIn("<script", page)
+        self.assertNotIn("http://", page)
+
+    def test_failed_part_and_earlier_part_are_labelled(self):
+        self.dir.write("xcall/results.json", xcall_doc())
+        self.dir.run_json("full", [("xcall", 0, "")])
+        self.dir.write("napi/results.json", dict(xcall_doc(), schema="xthread-bench/napi/1"))
+        self.dir.run_json("quick", [("napi", 1, "")])  # a later partial run: xcall is now "earlier"
+        with open(os.path.join(self.dir.path, "run.json")) as f:
+            run = json.load(f)
+        self.assertEqual([(c["part"], c["kind"], c.get("earlier", False)) for c in run["commands"]],
+                         [("napi", "quick", False), ("xcall", "full", True)])
+        page = self.dir.page()
+        self.assertIn("From an earlier scripts/lab invocation", section(page, "xcall")[1])
+        self.assertIn("exit status 1", section(page, "napi")[1])
+
+    def test_unreadable_results_are_not_an_error(self):
+        self.dir.write("pool/results.json", "{not json")
+        page = self.dir.page()
+        cls, body = section(page, "pool")
+        self.assertEqual(cls, "not-run")
+        self.assertIn("unreadable results.json", body)
+
+    def test_numbers_keep_three_significant_digits(self):
+        self.assertEqual([html_report.num(v) for v in (2324.4, 381.2, 18.14, 6.944, 0.4123, None, 0)],
+                         ["2324", "381", "18.1", "6.94", "0.412", "–", "0"])
+
+
+if __name__ == "__main__":
+    unittest.main()

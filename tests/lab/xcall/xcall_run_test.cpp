@@ -1,0 +1,138 @@
+// Tiny in-process runs of the xcall scenario: every case answers correctly (run_xcall checks every
+// returned string and throws RunError otherwise) and the three phases add up to the total.
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "xcall/report.hpp"
+#include "xcall/scenario.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using xthread_lab::LoadLevel;
+using xthread_lab::XcallOptions;
+
+XcallOptions tiny(std::vector<LoadLevel> loads) {
+  XcallOptions o;
+  o.cases = {1, 2, 3};
+  o.loads = std::move(loads);
+  o.payloads = {10, 1000, 100000};
+  o.calls = 30;
+  o.warmup = 2;
+  o.gap = std::pair{std::chrono::nanoseconds(0), std::chrono::nanoseconds(20us)};
+  o.floor_round_trips = 100;
+  o.seed = 42;
+  return o;
+}
+
+void expect_phases_add_up(const xthread_lab::XcallPoint& p) {
+  SCOPED_TRACE("case " + std::to_string(p.case_id) + " load " + p.load + " payload " + std::to_string(p.payload));
+  ASSERT_EQ(p.samples.total_ns.size(), p.calls);
+  ASSERT_EQ(p.samples.schedule_ns.size(), p.calls);
+  ASSERT_EQ(p.samples.execute_ns.size(), p.calls);
+  ASSERT_EQ(p.samples.notify_ns.size(), p.calls);
+  for (std::size_t i = 0; i < p.calls; ++i) {
+    EXPECT_GE(p.samples.schedule_ns[i], 0);
+    EXPECT_GE(p.samples.execute_ns[i], 0);
+    EXPECT_GE(p.samples.notify_ns[i], 0);
+    EXPECT_EQ(p.samples.schedule_ns[i] + p.samples.execute_ns[i] + p.samples.notify_ns[i], p.samples.total_ns[i]);
+  }
+  const double parts = p.schedule_us.mean + p.execute_us.mean + p.notify_us.mean;
+  EXPECT_NEAR(parts, p.total_us.mean, 0.05 * p.total_us.mean);
+  EXPECT_GT(p.total_us.mean, 0);
+  EXPECT_LE(p.total_us.p50, p.total_us.p99);
+  EXPECT_LE(p.total_us.p99, p.total_us.max);
+}
+
+TEST(XcallRun, EveryCaseIdle) {
+  xthread_lab::Progress quiet(false);
+  const auto report = xthread_lab::run_xcall(tiny({LoadLevel::idle}), quiet);
+  ASSERT_EQ(report.points.size(), 9u);
+  for (const auto& p : report.points) {
+    EXPECT_EQ(p.implementation, "xthread");
+    EXPECT_EQ(p.calls, 30u);
+    EXPECT_FALSE(p.model_us) << "no model for idle points";
+    ASSERT_TRUE(p.ratio_to_futex_floor);
+    EXPECT_GT(*p.ratio_to_futex_floor, 0);
+    expect_phases_add_up(p);
+  }
+  // Case 3 includes a nested call: its callee (the whole worker-side function) takes at least one hop.
+  const auto* case3 = xthread_lab::find_point(report.points, 3, "idle", 10, 0, false);
+  const auto* case2 = xthread_lab::find_point(report.points, 2, "idle", 10, 0, false);
+  ASSERT_NE(case3, nullptr);
+  ASSERT_NE(case2, nullptr);
+  EXPECT_GT(case3->execute_us.p50, case2->execute_us.p50);
+}
+
+TEST(XcallRun, MediumLoadWithForcedFibAndWork) {
+  auto o = tiny({LoadLevel::idle, LoadLevel::medium});
+  o.payloads = {10};
+  o.works = {std::chrono::nanoseconds(0), std::chrono::nanoseconds(50us)};
+  o.load_fib = {{LoadLevel::medium, 18}};
+  o.gap = std::pair{std::chrono::nanoseconds(0), std::chrono::nanoseconds(2ms)};
+  o.calls = 20;
+  xthread_lab::Progress quiet(false);
+  const auto report = xthread_lab::run_xcall(o, quiet);
+  ASSERT_EQ(report.points.size(), 12u);  // 3 cases x 2 loads x 2 works
+  ASSERT_EQ(report.loads.size(), 2u);
+  const auto& medium = report.loads[1];
+  EXPECT_EQ(medium.load, "medium");
+  ASSERT_TRUE(medium.fib_n);
+  EXPECT_EQ(*medium.fib_n, 18);
+  EXPECT_GT(medium.runs, 0u) << "the load timer ran during the phase";
+  EXPECT_GE(medium.duty, 0.0);
+  EXPECT_LE(medium.duty, 1.0);
+  for (const auto& p : report.points) {
+    expect_phases_add_up(p);
+    if (p.work_ns == 50000) {
+      EXPECT_GE(p.execute_us.min, 50.0) << "the callee busy-waits the requested work";
+    }
+    if (p.load == "medium") {
+      ASSERT_TRUE(p.model_us) << "idle twin measured, so the model exists";
+    }
+  }
+  // The report renders in every format without throwing.
+  EXPECT_FALSE(xthread_lab::render_table(report).empty());
+  EXPECT_FALSE(xthread_lab::render_csv(report).empty());
+  EXPECT_EQ(xthread_lab::render_json(report).at("points").size(), 12u);
+}
+
+TEST(XcallRun, HotCallsBackToBack) {
+  auto o = tiny({LoadLevel::idle});
+  o.cases = {1};
+  o.payloads = {10};
+  o.hot = true;
+  o.calls = 50;
+  xthread_lab::Progress quiet(false);
+  const auto report = xthread_lab::run_xcall(o, quiet);
+  ASSERT_EQ(report.points.size(), 1u);
+  EXPECT_TRUE(report.points[0].hot);
+  expect_phases_add_up(report.points[0]);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(XcallRun, WrongAnswerFailsTheRunAndShutsDownCleanly) {
+  auto o = tiny({LoadLevel::idle});
+  o.cases = {2};
+  o.payloads = {1000};
+  o.warmup = 0;
+  int seen = 0;
+  o.tamper_reply_for_test = [&seen](std::string& text) {
+    if (++seen == 3) text[500] = '#';  // the third answer is corrupted
+  };
+  xthread_lab::Progress quiet(false);
+  try {
+    xthread_lab::run_xcall(o, quiet);
+    FAIL() << "a wrong answer was accepted";
+  } catch (const xthread_lab::RunError& e) {
+    EXPECT_NE(std::string(e.what()).find("content differs at character 500"), std::string::npos) << e.what();
+  }
+  o.tamper_reply_for_test = [](std::string& text) { text.pop_back(); };
+  EXPECT_THROW(xthread_lab::run_xcall(o, quiet), xthread_lab::RunError);
+}
+
+}  // namespace

@@ -1,0 +1,139 @@
+// The JSON written by `xthread-bench xcall --format json` follows docs/results-schema.md
+// ("xthread-bench/xcall/1"), and read_xcall_points / render_combined_table accept it.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "support/bench_process.hpp"
+#include "xcall/report.hpp"
+#include "xcall/results.hpp"
+
+namespace {
+
+using nlohmann::json;
+
+void expect_summary(const json& s, const std::string& where) {
+  ASSERT_TRUE(s.is_object()) << where;
+  for (const char* k : {"mean", "p50", "p90", "p99", "min", "max"}) {
+    ASSERT_TRUE(s.contains(k)) << where << "." << k;
+    EXPECT_TRUE(s.at(k).is_number()) << where << "." << k;
+  }
+  ASSERT_TRUE(s.contains("count")) << where;
+  EXPECT_TRUE(s.at("count").is_number_unsigned()) << where;
+}
+
+class XcallSchema : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto r = xthread_lab_test::run_bench({"xcall", "--case", "1,2,3", "--load", "idle,medium", "--load-fib",
+                                                 "16", "--payload", "10,1000", "--calls", "8", "--gap", "0-1ms",
+                                                 "--floor-round-trips", "50", "--format", "json", "--quiet"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    doc_ = new json(json::parse(r.out));
+  }
+  static void TearDownTestSuite() {
+    delete doc_;
+    doc_ = nullptr;
+  }
+  static json* doc_;
+};
+json* XcallSchema::doc_ = nullptr;
+
+TEST_F(XcallSchema, TopLevel) {
+  ASSERT_NE(doc_, nullptr);
+  const json& d = *doc_;
+  EXPECT_EQ(d.at("schema"), "xthread-bench/xcall/1");
+  for (const char* k : {"machine", "config", "floors", "reference", "run"}) {
+    ASSERT_TRUE(d.contains(k)) << k;
+    EXPECT_TRUE(d.at(k).is_object()) << k;
+  }
+  const json& m = d.at("machine");
+  EXPECT_TRUE(m.at("cpus").is_number_unsigned());
+  for (const char* k : {"cpu_model", "kernel", "compiler", "build_type", "timestamp_utc"}) {
+    EXPECT_TRUE(m.at(k).is_string()) << k;
+  }
+  expect_summary(d.at("floors").at("spin_roundtrip_ns"), "floors.spin_roundtrip_ns");
+  expect_summary(d.at("floors").at("futex_roundtrip_ns"), "floors.futex_roundtrip_ns");
+  expect_summary(d.at("floors").at("sleep_roundtrip_ns"), "floors.sleep_roundtrip_ns");
+  EXPECT_TRUE(d.at("run").at("wall_s").is_number());
+  EXPECT_TRUE(d.at("config").at("seed").is_number_unsigned());
+  EXPECT_EQ(d.at("reference").at("load_mean_us").at("1").at("idle"), 795);
+  EXPECT_EQ(d.at("reference").at("payload_mean_us").at("3").at("1000000"), 28070);
+}
+
+TEST_F(XcallSchema, Loads) {
+  ASSERT_NE(doc_, nullptr);
+  const json& loads = doc_->at("loads");
+  ASSERT_TRUE(loads.is_array());
+  ASSERT_EQ(loads.size(), 2u);
+  EXPECT_EQ(loads[0].at("load"), "idle");
+  EXPECT_TRUE(loads[0].at("fib_n").is_null());
+  EXPECT_EQ(loads[1].at("load"), "medium");
+  EXPECT_EQ(loads[1].at("fib_n"), 16);
+  for (const auto& l : loads) {
+    EXPECT_TRUE(l.at("load_ms").is_number());
+    EXPECT_TRUE(l.at("duty").is_number());
+    EXPECT_TRUE(l.at("runs").is_number_unsigned());
+  }
+}
+
+TEST_F(XcallSchema, Points) {
+  ASSERT_NE(doc_, nullptr);
+  const json& points = doc_->at("points");
+  ASSERT_TRUE(points.is_array());
+  ASSERT_EQ(points.size(), 3u * 2u + 3u);  // load sweep at 10 chars + idle payload 1000
+  for (const auto& p : points) {
+    EXPECT_EQ(p.at("implementation"), "xthread");
+    EXPECT_TRUE(p.at("case").is_number_integer());
+    EXPECT_TRUE(p.at("load").is_string());
+    EXPECT_TRUE(p.at("payload").is_number_unsigned());
+    EXPECT_TRUE(p.at("work_ns").is_number_integer());
+    EXPECT_TRUE(p.at("hot").is_boolean());
+    EXPECT_EQ(p.at("calls"), 8);
+    for (const char* k : {"total_us", "schedule_us", "execute_us", "notify_us"}) expect_summary(p.at(k), k);
+    EXPECT_TRUE(p.at("ratio_to_futex_floor").is_number());
+    if (p.at("load") == "idle") {
+      EXPECT_TRUE(p.at("model_us").is_null());
+    } else {
+      EXPECT_TRUE(p.at("model_us").is_number());
+    }
+    for (const char* k : {"total_ns", "schedule_ns", "execute_ns", "notify_ns"}) {
+      const json& s = p.at("samples").at(k);
+      ASSERT_TRUE(s.is_array()) << k;
+      EXPECT_EQ(s.size(), 8u) << k;
+      for (const auto& v : s) EXPECT_TRUE(v.is_number_integer()) << k;
+    }
+  }
+}
+
+TEST_F(XcallSchema, ReadBackAndCombine) {
+  ASSERT_NE(doc_, nullptr);
+  const auto points = xthread_lab::read_xcall_points(*doc_);
+  ASSERT_EQ(points.size(), doc_->at("points").size());
+  // Round trip: writing what was read gives the same objects.
+  for (std::size_t i = 0; i < points.size(); ++i) EXPECT_EQ(json(points[i]), doc_->at("points")[i]) << i;
+
+  // A Node-API producer emits the same points with another implementation name.
+  json napi_doc = *doc_;
+  for (auto& p : napi_doc.at("points")) p["implementation"] = "node-api";
+  const auto napi = xthread_lab::read_xcall_points(napi_doc.at("points"));
+  const std::string table = xthread_lab::render_combined_table(napi, points);
+  EXPECT_NE(table.find("Node-API"), std::string::npos) << table;
+  EXPECT_NE(table.find("xthread"), std::string::npos) << table;
+  EXPECT_NE(table.find("napi/xt"), std::string::npos) << table;
+  EXPECT_NE(table.find("795"), std::string::npos) << table;
+  EXPECT_NE(table.find("1.00x"), std::string::npos) << "identical sets give ratio 1: " << table;
+}
+
+TEST(XcallReader, NamesTheBadKey) {
+  json doc = {{"points", json::array({json::object({{"implementation", "xthread"}})})}};
+  try {
+    xthread_lab::read_xcall_points(doc);
+    FAIL() << "accepted a point without keys";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("xcall point #0: missing key 'case'"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(xthread_lab::read_xcall_points(json::object()), std::runtime_error);
+}
+
+}  // namespace
