@@ -38,6 +38,32 @@
 #include <utility>
 #include <vector>
 
+// A result type whose move constructor (and move assignment) throws from its second move on, like a user
+// type whose move allocates: moveFailure() checks that the bridge hands that exception to the caller and
+// never reaches std::terminate through its noexcept completion path.
+struct ThrowsOnSecondMove {
+  std::string text;
+  int moves = 0;
+  explicit ThrowsOnSecondMove(std::string t) : text(std::move(t)) {}
+  ThrowsOnSecondMove(ThrowsOnSecondMove&& other) : text(std::move(other.text)), moves(other.moves + 1) { check(); }
+  ThrowsOnSecondMove& operator=(ThrowsOnSecondMove&& other) {
+    text = std::move(other.text);
+    moves = other.moves + 1;
+    check();
+    return *this;
+  }
+  void check() const {
+    if (moves >= 2) throw std::runtime_error("ThrowsOnSecondMove: the move failed");
+  }
+};
+
+template <>
+struct xthread_napi::Convert<ThrowsOnSecondMove> {
+  static ThrowsOnSecondMove from_js(napi_env env, napi_value value) {
+    return ThrowsOnSecondMove(Convert<std::string>::from_js(env, value));
+  }
+};
+
 namespace {
 
 using xthread_napi::ClosedError;
@@ -46,6 +72,8 @@ using xthread_napi::Convert;
 using xthread_napi::JsError;
 using xthread_napi::NapiError;
 using LabFunction = xthread_napi::JsFunction<std::string(std::string, std::string, double)>;
+static_assert(std::is_same_v<xthread_napi::ClosedError, xthread::ClosedError>,
+              "one closing error type for the bridge and the core library");
 
 // An argument error from JS (wrong type, missing option): thrown back as a TypeError-like Error.
 struct ArgError : std::runtime_error {
@@ -619,37 +647,146 @@ struct RunCalls final : AsyncJob {
   }
 };
 
+// The job runCalls / runCallsOnThread describe with (id, options); see RunCalls.
+std::unique_ptr<RunCalls> parse_run_calls(napi_env env, napi_callback_info info) {
+  auto argv = get_args(env, info, 2);
+  auto job = std::make_unique<RunCalls>();
+  napi_value opts = argv[1];
+  if (type_of(env, opts) != napi_object) throw ArgError("runCalls: options object required");
+  const bool raw = opt_bool(env, opts, "raw", false);
+  if (!raw) job->fn = lookup(arg_id(env, argv[0]));
+  job->a = opt_string(env, opts, "a", "Hello");
+  job->b = opt_string(env, opts, "b", "World");
+  job->expected = job->a + job->b;
+  double calls = opt_number(env, opts, "calls", 1), warmup = opt_number(env, opts, "warmup", 0);
+  if (calls < 0 || calls > 1e8 || warmup < 0 || warmup > 1e8) throw ArgError("runCalls: calls/warmup out of range");
+  job->calls = static_cast<std::uint32_t>(calls);
+  job->warmup = static_cast<std::uint32_t>(warmup);
+  job->gap_min_ns = static_cast<std::int64_t>(opt_number(env, opts, "gapMinNs", 0));
+  job->gap_max_ns = static_cast<std::int64_t>(opt_number(env, opts, "gapMaxNs", 0));
+  if (job->gap_min_ns < 0 || job->gap_max_ns < job->gap_min_ns) throw ArgError("runCalls: bad gap range");
+  job->seed = static_cast<std::uint64_t>(opt_number(env, opts, "seed", 1));
+  std::string mode = opt_string(env, opts, "mode", "sync");
+  if (mode != "sync" && mode != "async") throw ArgError("runCalls: mode must be \"sync\" or \"async\"");
+  job->async_mode = mode == "async";
+  job->stop_on_error = opt_bool(env, opts, "stopOnError", true);
+  job->return_last = opt_bool(env, opts, "returnLast", false);
+  if (raw) {
+    if (job->async_mode) throw ArgError("runCalls: raw targets take mode \"sync\" only");
+    job->raw = lookup_raw(arg_id(env, argv[0])).tsfn;
+    // Held until execute() ends, so a dropRawTarget meanwhile cannot finalize it under the calls.
+    xthread_napi::detail::check(napi_acquire_threadsafe_function(job->raw), "napi_acquire_threadsafe_function");
+  }
+  return job;
+}
+
 napi_value RunCallsFn(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value { return start_job(env, parse_run_calls(env, info).release(), "xthread_napi.runCalls"); });
+}
+
+// runCallsOnThread(id, options) -> handle: the same calls as runCalls, made from a plain std::thread (not
+// the libuv pool). joinThreadCalls(handle, timeoutMs) waits at most timeoutMs for that thread to finish and
+// returns runCalls' result; it throws XTHREAD_NAPI_ARG "still running" when the thread has not finished.
+// Threads are never detached or destroyed while running: a finished one is joined by joinThreadCalls, an
+// unfinished one is left to the process (the records are leaked on purpose, like the registry).
+struct ThreadCalls {
+  std::unique_ptr<RunCalls> job;
+  std::thread thread;
+  std::mutex mutex;
+  std::condition_variable finished_cv;
+  bool finished = false;  // guarded by mutex
+};
+
+std::mutex& thread_calls_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::vector<ThreadCalls*>& thread_calls() {  // guarded by thread_calls_mutex(); index + 1 = handle
+  static auto* v = new std::vector<ThreadCalls*>();
+  return *v;
+}
+
+napi_value RunCallsOnThread(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto* record = new ThreadCalls();
+    record->job = parse_run_calls(env, info);
+    record->thread = std::thread([record] {
+      try {
+        record->job->execute();
+      } catch (...) {
+        record->job->execute_error = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(record->mutex);
+      record->finished = true;
+      record->finished_cv.notify_all();
+    });
+    std::size_t handle = 0;
+    {
+      std::lock_guard<std::mutex> lock(thread_calls_mutex());
+      thread_calls().push_back(record);
+      handle = thread_calls().size();
+    }
+    napi_value out = nullptr;
+    napi_create_uint32(env, static_cast<std::uint32_t>(handle), &out);
+    return out;
+  });
+}
+
+napi_value JoinThreadCalls(napi_env env, napi_callback_info info) {
   return guarded(env, [&]() -> napi_value {
     auto argv = get_args(env, info, 2);
-    auto job = std::make_unique<RunCalls>();
-    napi_value opts = argv[1];
-    if (type_of(env, opts) != napi_object) throw ArgError("runCalls: options object required");
-    const bool raw = opt_bool(env, opts, "raw", false);
-    if (!raw) job->fn = lookup(arg_id(env, argv[0]));
-    job->a = opt_string(env, opts, "a", "Hello");
-    job->b = opt_string(env, opts, "b", "World");
-    job->expected = job->a + job->b;
-    double calls = opt_number(env, opts, "calls", 1), warmup = opt_number(env, opts, "warmup", 0);
-    if (calls < 0 || calls > 1e8 || warmup < 0 || warmup > 1e8) throw ArgError("runCalls: calls/warmup out of range");
-    job->calls = static_cast<std::uint32_t>(calls);
-    job->warmup = static_cast<std::uint32_t>(warmup);
-    job->gap_min_ns = static_cast<std::int64_t>(opt_number(env, opts, "gapMinNs", 0));
-    job->gap_max_ns = static_cast<std::int64_t>(opt_number(env, opts, "gapMaxNs", 0));
-    if (job->gap_min_ns < 0 || job->gap_max_ns < job->gap_min_ns) throw ArgError("runCalls: bad gap range");
-    job->seed = static_cast<std::uint64_t>(opt_number(env, opts, "seed", 1));
-    std::string mode = opt_string(env, opts, "mode", "sync");
-    if (mode != "sync" && mode != "async") throw ArgError("runCalls: mode must be \"sync\" or \"async\"");
-    job->async_mode = mode == "async";
-    job->stop_on_error = opt_bool(env, opts, "stopOnError", true);
-    job->return_last = opt_bool(env, opts, "returnLast", false);
-    if (raw) {
-      if (job->async_mode) throw ArgError("runCalls: raw targets take mode \"sync\" only");
-      job->raw = lookup_raw(arg_id(env, argv[0])).tsfn;
-      // Held until execute() ends, so a dropRawTarget meanwhile cannot finalize it under the calls.
-      xthread_napi::detail::check(napi_acquire_threadsafe_function(job->raw), "napi_acquire_threadsafe_function");
+    const double handle = arg_number(env, argv[0], "handle");
+    const double timeout_ms = arg_number(env, argv[1], "timeoutMs");
+    ThreadCalls* record = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(thread_calls_mutex());
+      if (handle < 1 || handle > static_cast<double>(thread_calls().size())) throw ArgError("unknown thread handle");
+      record = thread_calls()[static_cast<std::size_t>(handle) - 1];
     }
-    return start_job(env, job.release(), "xthread_napi.runCalls");
+    {
+      std::unique_lock<std::mutex> lock(record->mutex);
+      const bool finished = record->finished_cv.wait_for(
+          lock, std::chrono::duration<double, std::milli>(timeout_ms), [record] { return record->finished; });
+      if (!finished) throw ArgError("still running");
+    }
+    if (record->thread.joinable()) record->thread.join();
+    if (record->job->execute_error) std::rethrow_exception(record->job->execute_error);
+    return record->job->complete(env);
+  });
+}
+
+// moveFailure(fn, mode) -> Promise<string>: a libuv pool thread calls fn (a JS function returning a string)
+// once through JsFunction<ThrowsOnSecondMove()>, with call_sync (mode "sync") or call().get() ("async"),
+// and resolves with what the call threw ("no exception" if nothing).
+struct MoveFailure final : AsyncJob {
+  xthread_napi::JsFunction<ThrowsOnSecondMove()> fn;
+  bool sync = true;
+  std::string outcome;
+  void execute() override {
+    try {
+      ThrowsOnSecondMove result = sync ? fn.call_sync() : fn.call().get();
+      outcome = "no exception: " + result.text;
+    } catch (const std::exception& e) {
+      outcome = e.what();
+    }
+    fn.release();
+  }
+  napi_value complete(napi_env env) override {
+    napi_value out = nullptr;
+    napi_create_string_utf8(env, outcome.data(), outcome.size(), &out);
+    return out;
+  }
+};
+
+napi_value MoveFailureFn(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    auto argv = get_args(env, info, 2);
+    auto job = std::make_unique<MoveFailure>();
+    job->fn = xthread_napi::JsFunction<ThrowsOnSecondMove()>(env, argv[0]);
+    const std::string mode = arg_string(env, argv[1], "mode");
+    if (mode != "sync" && mode != "async") throw ArgError("moveFailure: mode must be \"sync\" or \"async\"");
+    job->sync = mode == "sync";
+    return start_job(env, job.release(), "xthread_napi.moveFailure");
   });
 }
 
@@ -668,7 +805,8 @@ napi_value CallTargetSync(napi_env env, napi_callback_info info) {
 }
 
 // queueThen(id, n, action): from this JS thread, queues n calls target("q", String(i), i) with call(),
-// then does action ("abort" | "release" | "none"), then queues one more call. A pool thread waits for all
+// then does action ("abort" | "release" | "none" | "callSync": one call_sync target("s", "sync", -1), which
+// on this JS thread runs inline, ahead of the queued calls), then queues one more call. A pool thread waits for all
 // n + 1 futures. Resolves {ok, closed, jsErrors, conversionErrors, otherErrors, firstError?}.
 // Because this JS thread is busy until it returns, none of the calls can have started when the action
 // happens: with "abort" all n + 1 fail with CLOSED; with "release" the n run and the extra one is CLOSED.
@@ -712,14 +850,15 @@ napi_value QueueThenFn(napi_env env, napi_callback_info info) {
     double n = arg_number(env, argv[1], "n");
     if (n < 0 || n > 1e6) throw ArgError("queueThen: n out of range");
     std::string action = arg_string(env, argv[2], "action");
-    if (action != "abort" && action != "release" && action != "none") {
-      throw ArgError("queueThen: action must be \"abort\", \"release\" or \"none\"");
+    if (action != "abort" && action != "release" && action != "none" && action != "callSync") {
+      throw ArgError("queueThen: action must be \"abort\", \"release\", \"none\" or \"callSync\"");
     }
     auto job = std::make_unique<QueueThen>();
     const auto count = static_cast<std::uint32_t>(n);
     for (std::uint32_t i = 0; i < count; ++i) job->futures.push_back(fn.call("q", std::to_string(i), i));
     if (action == "abort") fn.abort();
     if (action == "release") fn.release();
+    if (action == "callSync") fn.call_sync("s", "sync", -1);
     job->futures.push_back(fn.call("q", std::to_string(count), count));
     return start_job(env, job.release(), "xthread_napi.queueThen");
   });
@@ -845,7 +984,8 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"dropTarget", DropTarget},         {"runCalls", RunCallsFn},         {"callTargetSync", CallTargetSync},
       {"queueThen", QueueThenFn},         {"echo", EchoFn},                 {"monotonicNowNs", MonotonicNowNs},
       {"buildInfo", BuildInfo},           {"createRawTarget", CreateRawTarget}, {"dropRawTarget", DropRawTarget},
-      {"callRawTargetSync", CallRawTargetSync},
+      {"callRawTargetSync", CallRawTargetSync}, {"runCallsOnThread", RunCallsOnThread},
+      {"joinThreadCalls", JoinThreadCalls}, {"moveFailure", MoveFailureFn},
   };
   for (const Export& e : table) {
     napi_value fn = nullptr;

@@ -46,3 +46,12 @@ test('bad addon arguments throw an XTHREAD_NAPI_ARG error', T, () => {
   assert.throws(() => addon.runCalls(999999, {}), { code: 'XTHREAD_NAPI_ARG', message: /unknown target/ });
   assert.throws(() => addon.callTargetSync(0, 'a', 'b', 0), { code: 'XTHREAD_NAPI_ARG' });
 });
+
+test('a result whose move throws: the exception reaches the caller (sync and async), never std::terminate', T, async () => {
+  // JsFunction<ThrowsOnSecondMove()>: converting the result moves it once; handing it to the caller moves it
+  // again, and that move throws. Before the fix, the async path called std::terminate (a noexcept run()).
+  for (const mode of ['sync', 'async']) {
+    const outcome = await addon.moveFailure(() => 'value', mode);
+    assert.equal(outcome, 'ThrowsOnSecondMove: the move failed', mode);
+  }
+});

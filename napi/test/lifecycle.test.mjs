@@ -146,3 +146,17 @@ test('clocks: C++ steady_clock and process.hrtime.bigint() read the same CLOCK_M
   const after = process.hrtime.bigint();
   assert.ok(before <= cpp && cpp <= after, `${before} <= ${cpp} <= ${after}`);
 });
+
+test('call order on the JS thread: call_sync runs inline, ahead of the calls this thread queued before it', T, async () => {
+  // The documented rule (js_function.hpp, Ordering): calls from one non-JS thread run in the order made;
+  // on the JS thread, call_sync() runs at once, before every queued call, and the call()s keep their order.
+  const order = [];
+  const id = addon.createTarget((a, b) => { order.push(b); return a + b; });
+  try {
+    const r = await addon.queueThen(id, 3, 'callSync');
+    assert.deepEqual({ ok: r.ok, closed: r.closed }, { ok: 4, closed: 0 });
+    assert.deepEqual(order, ['sync', '0', '1', '2', '3']);
+  } finally {
+    addon.dropTarget(id);
+  }
+});

@@ -22,14 +22,19 @@
 // Ordering
 //   Everything the caller did before call()/call_sync() is visible to the JS function; everything the
 //   JS function did (and the conversion of its result) is visible to the caller once call_sync()
-//   returns or the future becomes ready. Calls made from one thread run in the order they were made.
+//   returns or the future becomes ready. Calls made from one thread other than the JS thread run in the
+//   order they were made. On the JS thread, call_sync() runs inline at once, ahead of every call still
+//   queued, including call()s this thread made before it (Node-API cannot run a thread-safe function's
+//   queue from inside a callback); call()s made on the JS thread run in order among themselves.
 //
 // Failures (every call ends in exactly one of: a value, or one of these exceptions)
 //   JsError         the JS function threw; what() is the JS error's message (String(value) for non-errors).
 //   ConversionError an argument or the return value has no conversion to the requested type.
-//   ClosedError     the function was released or aborted, or its environment is being torn down
-//                   (e.g. the Worker it lives in exits): queued calls that never ran, calls in flight
-//                   whose JS execution was terminated, and every later call get this.
+//   ClosedError     the function was released or aborted, or its environment is being torn down (the
+//                   Worker it lives in exits) or the process is exiting (process.exit(), an uncaught
+//                   exception): queued calls that never ran, calls in flight whose JS execution was
+//                   terminated or ended the process, and every later call get this. It is
+//                   xthread::ClosedError (one type with the core library), not an xthread_napi::Error.
 //   NapiError       a Node-API call failed unexpectedly; carries the napi_status.
 //
 // Lifetime
@@ -53,6 +58,8 @@
 #define NAPI_VERSION 8
 #endif
 #include <node_api.h>
+
+#include <xthread/errors.hpp>
 
 #include <array>
 #include <atomic>
@@ -98,10 +105,10 @@ class JsError : public Error {
   std::string stack_;
 };
 
-class ClosedError : public Error {
- public:
-  explicit ClosedError(const std::string& reason) : Error("xthread_napi: closed: " + reason) {}
-};
+// The call never ran because the function or its environment is closing. The same type as the core
+// library's (xthread/errors.hpp), so code that uses both catches one type; it derives from
+// std::runtime_error, not from xthread_napi::Error. what() starts with "xthread: closed: ".
+using ClosedError = xthread::ClosedError;
 
 class ConversionError : public Error {
  public:
@@ -410,13 +417,36 @@ R invoke_js(napi_env env, napi_value fn, const Tuple& args, std::index_sequence<
   }
 }
 
-// One queued call. The TSFN hands its pointer to call_js exactly once: either with a live env (run) or,
-// when the function closes with the call still queued, without one (fail). Implementations own their
-// cleanup: an AsyncCall deletes itself, a SyncCall lives on the blocked caller's stack.
-struct CallBase {
+class Core;
+
+// One queued call. The TSFN hands its pointer to call_js at most once: with a live env (run) or, when the
+// function closes with the call still queued, without one (fail). fail() has a second user: when the
+// environment exits (process.exit(), an uncaught exception) Node never runs the queue again, nor returns
+// into a callee that called process.exit(), and it joins its thread pool, so a thread blocked on such a
+// call would hang the process; the exit handler fails every call still pending or running, while the
+// object stays valid for a call_js that may still come. Whichever of run/fail comes first completes the
+// caller; a later one is a no-op. Owners hold references (release() deletes at zero): the queue always
+// (call_js releases it), and a blocked caller for a sync call. From push until call_js is done with it, a
+// call is linked into its Core's pending list (Core::pending_mutex_), so the exit handler can find it.
+class CallBase {
+ public:
+  explicit CallBase(int references) : references_(references) {}
   virtual ~CallBase() = default;
   virtual void run(napi_env env, napi_value fn) noexcept = 0;  // JS thread
-  virtual void fail(std::exception_ptr error) noexcept = 0;    // any thread
+  virtual void fail(std::exception_ptr error) noexcept = 0;    // any thread; no-op once completed
+  // Any thread. Drops one reference; the last one deletes the call.
+  void release() noexcept {
+    // acq_rel: the last owner must see every write the others made before they let go.
+    if (references_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  std::shared_ptr<Core> core;    // set while queued: the Core whose pending list links this call
+  CallBase* prev = nullptr;      // pending list links, guarded by core->pending_mutex_
+  CallBase* next = nullptr;
+  bool linked = false;           // guarded by core->pending_mutex_
+
+ private:
+  std::atomic<int> references_;
 };
 
 // Holds either a value or an exception.
@@ -444,14 +474,18 @@ struct Outcome {
   }
 };
 
-// A call whose caller blocks until it is done. The arguments are references into the caller's frame:
-// the caller cannot return before finish() released the mutex, so they stay valid while JS runs.
+// A call whose caller blocks until it is done. Made on the heap with two references (the caller's and
+// the queue's). The arguments are references into the caller's frame: the caller cannot return before
+// the call completed under mutex_, and once completed nothing reads them (a run() that starts after a
+// fail() skips the JS call; one already inside it read them before it called JS, and a callee that ends
+// the process with process.exit() never returns into it).
 template <class R, class... A>
 class SyncCall final : public CallBase {
  public:
-  explicit SyncCall(const A&... args) : args_(args...) {}
+  explicit SyncCall(const A&... args) : CallBase(2), args_(args...) {}
 
   void run(napi_env env, napi_value fn) noexcept override {
+    if (completed()) return;
     Outcome<R> outcome;
     outcome.compute(env, fn, args_);
     finish(std::move(outcome));
@@ -461,24 +495,35 @@ class SyncCall final : public CallBase {
     outcome.error = std::move(error);
     finish(std::move(outcome));
   }
-  // Caller thread. Returns once run() or fail() finished; after that this object may be destroyed.
+
+  // Caller thread. Returns once the call completed, then drops the caller's reference: *this may be gone
+  // when it returns (or throws).
   R wait() {
+    struct Release {
+      CallBase* call;
+      ~Release() { call->release(); }
+    } release_last{this};  // declared before the lock: runs after it is unlocked
     std::unique_lock<std::mutex> lock(mutex_);
     done_cv_.wait(lock, [this] { return done_; });
-    return outcome_.take();
-  }
-  // JS thread, inline path: runs without queueing.
-  R run_inline(napi_env env, napi_value fn) {
-    outcome_.compute(env, fn, args_);
-    return outcome_.take();
+    return outcome_.take();  // the value leaves *this before release_last runs
   }
 
  private:
-  void finish(Outcome<R>&& outcome) noexcept {
-    // Everything is written and notified under mutex_; the waiter can only return (and destroy *this)
-    // after this scope released it, and nothing touches *this afterwards.
+  bool completed() {
     std::lock_guard<std::mutex> lock(mutex_);
-    outcome_ = std::move(outcome);
+    return done_;
+  }
+  // The first completion wins; a later one is dropped. Moving R may throw (a user Convert<T> type): that
+  // exception becomes the call's error, never std::terminate.
+  void finish(Outcome<R>&& outcome) noexcept {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_) return;
+    try {
+      outcome_ = std::move(outcome);
+    } catch (...) {
+      outcome_.value = {};
+      outcome_.error = std::current_exception();
+    }
     done_ = true;
     done_cv_.notify_one();
   }
@@ -490,44 +535,75 @@ class SyncCall final : public CallBase {
   Outcome<R> outcome_;  // guarded by mutex_ until done_
 };
 
-// A call whose caller holds a future. Owns copies of the arguments; deletes itself when done.
+// A call whose caller holds a future. Owns copies of the arguments; one reference (the queue's).
 template <class R, class... A>
 class AsyncCall final : public CallBase {
  public:
-  explicit AsyncCall(A... args) : args_(std::move(args)...) {}
+  explicit AsyncCall(A... args) : CallBase(1), args_(std::move(args)...) {}
   std::future<R> future() { return promise_.get_future(); }
 
   void run(napi_env env, napi_value fn) noexcept override {
+    if (completed_.load(std::memory_order_acquire)) return;
     Outcome<R> outcome;
     outcome.compute(env, fn, args_);
-    if (outcome.error) {
-      promise_.set_exception(std::move(outcome.error));
-    } else if constexpr (std::is_void_v<R>) {
-      promise_.set_value();
-    } else {
-      promise_.set_value(std::move(*outcome.value));
-    }
-    delete this;
+    settle(std::move(outcome));
   }
   void fail(std::exception_ptr error) noexcept override {
-    promise_.set_exception(std::move(error));
-    delete this;
+    Outcome<R> outcome;
+    outcome.error = std::move(error);
+    settle(std::move(outcome));
   }
 
  private:
+  // The first completion wins; the flag makes a second one a no-op (run, and fail from the exit handler or
+  // call_js, happen on the JS thread; fail from a refused push on the caller's thread, before Node had it).
+  // Moving R into the promise may throw: that exception becomes the future's, never std::terminate.
+  void settle(Outcome<R>&& outcome) noexcept {
+    if (completed_.exchange(true, std::memory_order_acq_rel)) return;
+    try {
+      if (outcome.error) {
+        promise_.set_exception(std::move(outcome.error));
+      } else if constexpr (std::is_void_v<R>) {
+        promise_.set_value();
+      } else {
+        promise_.set_value(std::move(*outcome.value));
+      }
+    } catch (...) {
+      try {
+        promise_.set_exception(std::current_exception());
+      } catch (...) {
+        // The promise already holds a value or exception (set_value stored it and then threw): keep it.
+      }
+    }
+  }
+
   std::tuple<A...> args_;
   std::promise<R> promise_;
+  std::atomic<bool> completed_{false};
 };
 
-// napi_threadsafe_function_call_js: JS thread, or (env == nullptr) while Node empties the queue of a
-// closing function. Uses nothing but `data`, so it is safe after the Core is gone.
-inline void call_js(napi_env env, napi_value fn, void* /*context*/, void* data) {
-  auto* call = static_cast<CallBase*>(data);
-  if (env == nullptr || fn == nullptr) {
-    call->fail(closed_error("the function closed before the call ran"));
-    return;
+// napi_threadsafe_function_call_js (defined after Core).
+inline void call_js(napi_env env, napi_value fn, void* context, void* data);
+
+// Environments whose JsFunctions watch for the process exiting (see watch_environment).
+struct EnvironmentRegistry {
+  std::mutex mutex;
+  struct Entry {
+    std::vector<std::weak_ptr<Core>> cores;
+    bool exiting = false;
+  };
+  std::vector<std::pair<napi_env, Entry>> environments;  // guarded by mutex; a handful of entries
+  Entry* find(napi_env env) {
+    for (auto& [key, entry] : environments) {
+      if (key == env) return &entry;
+    }
+    return nullptr;
   }
-  call->run(env, fn);
+};
+// Leaked on purpose: used while the process exits, after static destructors may have run.
+inline EnvironmentRegistry& environment_registry() {
+  static EnvironmentRegistry* registry = new EnvironmentRegistry();
+  return *registry;
 }
 
 // State shared by all handles of one JsFunction and by Node's finalizer.
@@ -537,7 +613,7 @@ inline void call_js(napi_env env, napi_value fn, void* /*context*/, void* data) 
 // Node runs our finalizer before it frees the function, and the finalizer flips state_ to finalized
 // under an exclusive lock of mutex_; every use of tsfn_ happens under (at least) a shared lock after
 // checking state_. So a use either completes before the free or sees `finalized` and fails cleanly.
-class Core {
+class Core : public std::enable_shared_from_this<Core> {
  public:
   enum State : int { open = 0, closing = 1, finalized = 2 };
 
@@ -566,6 +642,7 @@ class Core {
       throw NapiError("napi_create_threadsafe_function", status);
     }
     if (!keep_alive) napi_unref_threadsafe_function(env, core->tsfn_);
+    watch_environment(env, core);
     return core;
   }
 
@@ -574,11 +651,16 @@ class Core {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     int state = state_.load(std::memory_order_relaxed);
     if (state != open) {
-      reason = state == closing ? "the function was released or aborted" : "the function's environment is gone";
+      reason = exiting_ ? kExitingReason
+               : state == closing ? "the function was released or aborted" : "the function's environment is gone";
       return false;
     }
+    // Linked before Node has it (the exit handler, which takes mutex_ exclusively, then finds it), so a
+    // call is always either refused here or visible to environment_exiting().
+    link(call);
     napi_status status = napi_call_threadsafe_function(tsfn_, call, napi_tsfn_nonblocking);
     if (status == napi_ok) return true;
+    unlink(call);
     reason = (status == napi_closing || status == napi_invalid_arg)
                  ? "the function's environment is shutting down"
                  : "napi_call_threadsafe_function failed (napi_status " + std::to_string(static_cast<int>(status)) + ")";
@@ -593,6 +675,45 @@ class Core {
     state_.store(closing, std::memory_order_relaxed);
     napi_release_threadsafe_function(tsfn_, mode);
   }
+
+  // Takes `call` off the pending list; no-op when the exit handler already did.
+  void unlink(CallBase* call) noexcept {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    if (!call->linked) return;
+    if (call->prev != nullptr) call->prev->next = call->next; else pending_ = call->next;
+    if (call->next != nullptr) call->next->prev = call->prev;
+    call->prev = call->next = nullptr;
+    call->linked = false;
+  }
+
+  // JS thread, from the process's 'exit' event: the environment will never run JS again (nor return into
+  // a callee that called process.exit()) and Node joins its thread pool before exiting, so a thread
+  // blocked on a call would hang the process. Closes the function (later calls throw ClosedError) and
+  // completes every call still queued or running with ClosedError; the call objects stay valid for Node
+  // (see CallBase).
+  void environment_exiting() noexcept {
+    {
+      std::unique_lock<std::shared_mutex> lock(mutex_);
+      exiting_ = true;
+      if (state_.load(std::memory_order_relaxed) == open) state_.store(closing, std::memory_order_relaxed);
+    }
+    CallBase* calls = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      calls = pending_;
+      pending_ = nullptr;
+      for (CallBase* c = calls; c != nullptr; c = c->next) c->linked = false;
+    }
+    while (calls != nullptr) {
+      CallBase* next = calls->next;
+      calls->prev = calls->next = nullptr;
+      calls->fail(closed_error(kExitingReason));  // the queue still owns it
+      calls = next;
+    }
+  }
+
+  static constexpr const char* kExitingReason =
+      "the JS environment is exiting (process.exit() or an uncaught exception) and runs no more JS";
 
   // Any thread. True if the calling thread is the function's JS thread.
   bool on_js_thread() const noexcept { return std::this_thread::get_id() == js_thread_; }
@@ -612,8 +733,9 @@ class Core {
     napi_value fn = nullptr;
     check(napi_get_reference_value(env_, fn_ref_, &fn), "napi_get_reference_value");
     if (fn == nullptr) throw ClosedError("the function was collected");
-    SyncCall<R, A...> call(args...);
-    return call.run_inline(env_, fn);
+    Outcome<R> outcome;
+    outcome.compute(env_, fn, std::tuple<const A&...>(args...));
+    return outcome.take();
   }
 
   // JS thread only.
@@ -626,6 +748,92 @@ class Core {
 
  private:
   Core() = default;
+
+  // Any thread, under a shared lock of mutex_ with state_ open.
+  void link(CallBase* call) {
+    call->core = shared_from_this();
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    call->prev = nullptr;
+    call->next = pending_;
+    if (pending_ != nullptr) pending_->prev = call;
+    pending_ = call;
+    call->linked = true;
+  }
+
+  // JS thread, once per JsFunction: remembers the Core under its environment and, for the environment's
+  // first one, subscribes to process 'exit' (how Node ends the process on process.exit() and on an
+  // uncaught exception, where it runs no environment cleanup hooks but joins its thread pool) and adds a
+  // cleanup hook that forgets the environment when it is torn down normally (a Worker ending, the loop
+  // running out of work: Node then closes the functions itself). Best effort: an environment without a
+  // `process` object (an embedder's) is simply not watched.
+  static void watch_environment(napi_env env, const std::shared_ptr<Core>& core) {
+    bool first = false;
+    bool exiting = false;
+    {
+      EnvironmentRegistry& registry = environment_registry();
+      std::lock_guard<std::mutex> lock(registry.mutex);
+      EnvironmentRegistry::Entry* entry = registry.find(env);
+      if (entry == nullptr) {
+        registry.environments.emplace_back(env, EnvironmentRegistry::Entry{});
+        entry = &registry.environments.back().second;
+        first = true;
+      }
+      std::erase_if(entry->cores, [](const std::weak_ptr<Core>& c) { return c.expired(); });
+      entry->cores.push_back(core);
+      exiting = entry->exiting;
+    }
+    if (exiting) core->environment_exiting();  // made inside an 'exit' listener: closed from birth
+    if (!first) return;
+    napi_add_env_cleanup_hook(env, &Core::forget_environment, env);
+    napi_value global = nullptr, process = nullptr, on = nullptr, listener = nullptr, event = nullptr;
+    bool subscribed = napi_get_global(env, &global) == napi_ok &&
+                      napi_get_named_property(env, global, "process", &process) == napi_ok &&
+                      napi_get_named_property(env, process, "on", &on) == napi_ok &&
+                      napi_create_function(env, "xthreadNapiOnExit", NAPI_AUTO_LENGTH, &Core::on_process_exit, env,
+                                           &listener) == napi_ok &&
+                      napi_create_string_utf8(env, "exit", NAPI_AUTO_LENGTH, &event) == napi_ok;
+    if (subscribed) {
+      napi_valuetype type = napi_undefined;
+      subscribed = napi_typeof(env, on, &type) == napi_ok && type == napi_function;
+    }
+    if (subscribed) {
+      napi_value argv[2] = {event, listener};
+      napi_value ignored = nullptr;
+      subscribed = napi_call_function(env, process, on, 2, argv, &ignored) == napi_ok;
+    }
+    if (!subscribed) {
+      bool pending = false;
+      if (napi_is_exception_pending(env, &pending) == napi_ok && pending) {
+        napi_value ignored = nullptr;
+        napi_get_and_clear_last_exception(env, &ignored);
+      }
+    }
+  }
+
+  // The 'exit' listener (JS thread): every JsFunction of this environment lets its callers go.
+  static napi_value on_process_exit(napi_env env, napi_callback_info /*info*/) {
+    std::vector<std::shared_ptr<Core>> cores;
+    {
+      EnvironmentRegistry& registry = environment_registry();
+      std::lock_guard<std::mutex> lock(registry.mutex);
+      EnvironmentRegistry::Entry* entry = registry.find(env);
+      if (entry == nullptr) return nullptr;
+      entry->exiting = true;
+      for (const auto& weak : entry->cores) {
+        if (auto core = weak.lock()) cores.push_back(std::move(core));
+      }
+    }
+    for (const auto& core : cores) core->environment_exiting();
+    return nullptr;
+  }
+
+  // napi cleanup hook: the environment is being torn down normally; forget it.
+  static void forget_environment(void* arg) {
+    auto env = static_cast<napi_env>(arg);
+    EnvironmentRegistry& registry = environment_registry();
+    std::lock_guard<std::mutex> lock(registry.mutex);
+    std::erase_if(registry.environments, [env](const auto& entry) { return entry.first == env; });
+  }
 
   // napi_finalize of the TSFN: JS thread, just before Node frees the TSFN (and only then does Node fail
   // the calls left in its queue, through call_js without an env).
@@ -646,10 +854,29 @@ class Core {
   std::atomic<int> state_{open};              // written under an exclusive lock of mutex_
   napi_threadsafe_function tsfn_ = nullptr;   // guarded by mutex_ (used under a shared lock)
   bool released_ = false;                     // guarded by mutex_ (exclusive)
+  bool exiting_ = false;                      // guarded by mutex_: closed by the process exiting
+  std::mutex pending_mutex_;                  // guards pending_ and every queued call's links
+  CallBase* pending_ = nullptr;               // queued calls not yet handed to call_js
   napi_env env_ = nullptr;                    // JS thread only
   napi_ref fn_ref_ = nullptr;                 // JS thread only; for the inline path
   std::thread::id js_thread_;
 };
+
+// napi_threadsafe_function_call_js: JS thread, or (env == nullptr) while Node empties the queue of a
+// closing function. The Core may be gone by then; the call keeps its own reference to it.
+inline void call_js(napi_env env, napi_value fn, void* /*context*/, void* data) {
+  auto* call = static_cast<CallBase*>(data);
+  if (env == nullptr || fn == nullptr) {
+    call->fail(closed_error("the function closed before the call ran"));
+  } else {
+    call->run(env, fn);  // stays on the pending list while it runs: a callee may call process.exit()
+  }
+  if (call->core) {
+    call->core->unlink(call);
+    std::shared_ptr<Core> drop = std::move(call->core);  // outside unlink's lock: may destroy the Core
+  }
+  call->release();  // the queue's reference
+}
 
 }  // namespace detail
 
@@ -687,8 +914,10 @@ class JsFunction<R(Args...)> {
     std::string reason;
     if (!owner_) {
       item->fail(detail::closed_error("empty JsFunction"));
+      item->release();  // the queue's reference: Node never had it
     } else if (!owner_->core->push(item, reason)) {
       item->fail(detail::closed_error(reason));
+      item->release();
     }
     return future;
   }
@@ -700,10 +929,14 @@ class JsFunction<R(Args...)> {
     if (!owner_) throw ClosedError("empty JsFunction");
     detail::Core& core = *owner_->core;
     if (core.on_js_thread()) return core.call_inline<R, Args...>(args...);
-    detail::SyncCall<R, Args...> item(args...);
+    auto* item = new detail::SyncCall<R, Args...>(args...);  // the caller's and the queue's reference
     std::string reason;
-    if (!core.push(&item, reason)) throw ClosedError(reason);
-    return item.wait();
+    if (!core.push(item, reason)) {
+      item->release();  // the queue's: Node never had it
+      item->release();  // ours
+      throw ClosedError(reason);
+    }
+    return item->wait();
   }
 
   // Any thread. Stops accepting calls; calls already queued still run. Later calls throw ClosedError.
