@@ -962,6 +962,20 @@ napi_value BuildInfo(napi_env env, napi_callback_info) {
     set_string(env, out, "compiler", compiler);
     set_string(env, out, "build_type", XTHREAD_NAPI_BUILD_TYPE);
     set_number(env, out, "napi_version", NAPI_VERSION);
+#if defined(__SANITIZE_THREAD__)
+    constexpr bool thread_sanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    constexpr bool thread_sanitizer = true;
+#else
+    constexpr bool thread_sanitizer = false;
+#endif
+#else
+    constexpr bool thread_sanitizer = false;
+#endif
+    napi_value tsan = nullptr;
+    napi_get_boolean(env, thread_sanitizer, &tsan);
+    napi_set_named_property(env, out, "thread_sanitizer", tsan);
     return out;
   });
 }

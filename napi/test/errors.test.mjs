@@ -50,7 +50,11 @@ test('bad addon arguments throw an XTHREAD_NAPI_ARG error', T, () => {
 test('a result whose move throws: the exception reaches the caller (sync and async), never std::terminate', T, async () => {
   // JsFunction<ThrowsOnSecondMove()>: converting the result moves it once; handing it to the caller moves it
   // again, and that move throws. Before the fix, the async path called std::terminate (a noexcept run()).
-  for (const mode of ['sync', 'async']) {
+  // Not the async path under ThreadSanitizer: libstdc++'s promise moves the value in inside call_once, and
+  // TSan's pthread_once interceptor cannot unwind an exception, so the promise's next call_once (our
+  // set_exception) waits forever. A limit of TSan, not of the bridge: the Release and ASan runs cover it.
+  const modes = addon.buildInfo().thread_sanitizer ? ['sync'] : ['sync', 'async'];
+  for (const mode of modes) {
     const outcome = await addon.moveFailure(() => 'value', mode);
     assert.equal(outcome, 'ThrowsOnSecondMove: the move failed', mode);
   }

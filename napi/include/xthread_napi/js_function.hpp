@@ -499,13 +499,22 @@ class SyncCall final : public CallBase {
   // Caller thread. Returns once the call completed, then drops the caller's reference: *this may be gone
   // when it returns (or throws).
   R wait() {
-    struct Release {
-      CallBase* call;
-      ~Release() { call->release(); }
-    } release_last{this};  // declared before the lock: runs after it is unlocked
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_cv_.wait(lock, [this] { return done_; });
-    return outcome_.take();  // the value leaves *this before release_last runs
+    // The outcome moves to this thread before the reference goes, so the last owner (maybe the JS thread)
+    // destroys an empty one: the exception a caller is still reading is never freed on another thread.
+    Outcome<R> outcome;
+    std::exception_ptr move_error;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_cv_.wait(lock, [this] { return done_; });
+      try {
+        outcome = std::move(outcome_);
+      } catch (...) {
+        move_error = std::current_exception();  // R's move threw: that is the call's error
+      }
+    }
+    release();
+    if (move_error) std::rethrow_exception(move_error);
+    return outcome.take();
   }
 
  private:
