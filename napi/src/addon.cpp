@@ -358,6 +358,7 @@ napi_value CreateTarget(napi_env env, napi_callback_info info) {
     LabFunction::Options options;
     options.name = "xthread_napi.target";
     options.keep_alive = opt_bool(env, argv[1], "keepAlive", true);
+    options.await_promises = opt_bool(env, argv[1], "awaitPromises", true);
     LabFunction fn(env, argv[0], options);
     return register_target(env, registry().targets, Target{std::move(fn), env});
   });

@@ -8,6 +8,8 @@
 //             async   call(): a thousand calls queued at once, then each future awaited
 //     HOW     exit    the callee of the second call runs process.exit(7)
 //             throw   the callee of the second call schedules an uncaught exception (process.nextTick)
+//             pending the callee of the second call returns a Promise that never settles and schedules
+//                     process.exit(7) (setTimeout): the call awaits the Promise when the process ends
 //
 // Node's exit path (process.exit() and an uncaught exception alike) emits 'exit', then joins its thread
 // pool without running environment cleanup hooks, so a pool thread still blocked in the call would hang
@@ -24,6 +26,10 @@ const id = addon.createTarget((a, b) => {
   calls += 1;
   if (calls === 2) {
     if (how === 'exit') process.exit(7);
+    if (how === 'pending') {
+      setTimeout(() => process.exit(7), 20);
+      return new Promise(() => {});
+    }
     process.nextTick(() => { throw new Error('uncaught on purpose'); });
   }
   return a + b;

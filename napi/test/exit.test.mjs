@@ -28,11 +28,11 @@ function runChild(args) {
 
 for (const caller of ['pool', 'thread']) {
   for (const mode of ['sync', 'async']) {
-    for (const how of ['exit', 'throw']) {
+    for (const how of ['exit', 'throw', 'pending']) {
       test(`${how} while a ${caller === 'pool' ? 'libuv pool thread' : 'std::thread'} is in ${mode} calls: the process exits with its code`, { timeout: LIMIT_MS + 10_000 }, async () => {
         const r = await runChild([caller, mode, how]);
         assert.equal(r.signal, null, `the child hung and was killed after ${LIMIT_MS} ms\n${r.err}`);
-        assert.equal(r.code, how === 'exit' ? 7 : 1, r.err);
+        assert.equal(r.code, how === 'throw' ? 1 : 7, r.err);
         if (how === 'throw') assert.match(r.err, /uncaught on purpose/);
         if (caller === 'thread') {
           const result = JSON.parse(r.out.trim().split('\n').pop());

@@ -19,6 +19,15 @@
 //     time deadlock (each is blocked waiting for the other); a nested chain in one direction
 //     (C++ thread -> Worker -> main thread) is fine.
 //
+// Promises
+//   When the JS function returns a Promise (or any thenable), a call waits for it to settle without
+//   blocking the JS thread: call_sync() returns, and call()'s future yields, the converted fulfillment
+//   value; a rejection becomes JsError (name and message of the rejection, String(value) for a non-Error).
+//   call_sync() on the JS thread cannot wait (the Promise settles only after that thread returns to its
+//   loop): it throws xthread_napi::Error instead. A Promise that never settles holds its caller until the
+//   function is aborted or its environment ends or exits (ClosedError). Options::await_promises = false
+//   converts the returned object itself, as a plain value.
+//
 // Ordering
 //   Everything the caller did before call()/call_sync() is visible to the JS function; everything the
 //   JS function did (and the conversion of its result) is visible to the caller once call_sync()
@@ -349,14 +358,12 @@ struct Convert<std::vector<std::uint8_t>> {
 
 namespace detail {
 
-// Turns the pending JS exception (after a napi call returned napi_pending_exception) into a C++ exception
-// object. Never throws; runs on the JS thread.
-inline std::exception_ptr take_js_exception(napi_env env) noexcept {
+// Turns a thrown JS value, or a Promise's rejection value, into a C++ exception object: JsError with the
+// error's message, name and stack (String(value) for a non-object). `thrown` says the value came from a
+// failed call, where a null that cannot even be converted means the isolate was terminated (ClosedError).
+// Never throws; runs on the JS thread.
+inline std::exception_ptr error_from_js_value(napi_env env, napi_value exception, bool thrown) noexcept {
   try {
-    napi_value exception = nullptr;
-    if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || exception == nullptr) {
-      return closed_error("JS execution failed and left no exception (terminated?)");
-    }
     napi_valuetype type = napi_undefined;
     napi_typeof(env, exception, &type);
     // Reads value[key] (if value is an object) or value itself as a string; clears anything it throws.
@@ -383,8 +390,8 @@ inline std::exception_ptr take_js_exception(napi_env env) noexcept {
       // whose value is null, and refuses to run anything more, so even String(value) fails. A plain
       // `throw null` / `throw undefined` still converts and is reported as a JsError below.
       auto plain = text(exception, nullptr);
-      if (!plain) return closed_error("JS execution was terminated (environment shutting down)");
-      return std::make_exception_ptr(JsError(*plain, "", ""));
+      if (!plain && thrown) return closed_error("JS execution was terminated (environment shutting down)");
+      return std::make_exception_ptr(JsError(plain.value_or(type == napi_null ? "null" : "undefined"), "", ""));
     }
     if (type == napi_object || type == napi_function) {
       auto message = text(exception, "message");
@@ -399,9 +406,35 @@ inline std::exception_ptr take_js_exception(napi_env env) noexcept {
   }
 }
 
-// Calls fn(args...) on the JS thread with converted arguments and converts the result. Throws.
-template <class R, class Tuple, std::size_t... I>
-R invoke_js(napi_env env, napi_value fn, const Tuple& args, std::index_sequence<I...>) {
+// Turns the pending JS exception (after a napi call returned napi_pending_exception) into a C++ exception
+// object. Never throws; runs on the JS thread.
+inline std::exception_ptr take_js_exception(napi_env env) noexcept {
+  napi_value exception = nullptr;
+  if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || exception == nullptr) {
+    return closed_error("JS execution failed and left no exception (terminated?)");
+  }
+  return error_from_js_value(env, exception, true);
+}
+
+// The `then` method of `value` when it is a Promise or another thenable (an object or function with a
+// callable `then`), else nullptr. A `then` getter that throws makes it "not a thenable" (the exception is
+// cleared). JS thread.
+inline napi_value then_method(napi_env env, napi_value value) noexcept {
+  napi_valuetype type = napi_undefined;
+  if (napi_typeof(env, value, &type) != napi_ok || (type != napi_object && type != napi_function)) return nullptr;
+  napi_value then = nullptr;
+  if (napi_get_named_property(env, value, "then", &then) != napi_ok) {
+    napi_value ignored = nullptr;
+    napi_get_and_clear_last_exception(env, &ignored);
+    return nullptr;
+  }
+  if (napi_typeof(env, then, &type) != napi_ok || type != napi_function) return nullptr;
+  return then;
+}
+
+// Calls fn(args...) on the JS thread with converted arguments and returns what it returned. Throws.
+template <class Tuple, std::size_t... I>
+napi_value call_function(napi_env env, napi_value fn, const Tuple& args, std::index_sequence<I...>) {
   std::array<napi_value, sizeof...(I)> argv{
       Convert<std::decay_t<std::tuple_element_t<I, Tuple>>>::to_js(env, std::get<I>(args))...};
   napi_value recv = nullptr;
@@ -410,11 +443,11 @@ R invoke_js(napi_env env, napi_value fn, const Tuple& args, std::index_sequence<
   napi_status status = napi_call_function(env, recv, fn, argv.size(), argv.data(), &result);
   if (status == napi_pending_exception) std::rethrow_exception(take_js_exception(env));
   check(status, "napi_call_function");
-  if constexpr (std::is_void_v<R>) {
-    return;
-  } else {
-    return Convert<R>::from_js(env, result);
-  }
+  return result;
+}
+template <class Tuple>
+napi_value call_function(napi_env env, napi_value fn, const Tuple& args) {
+  return call_function(env, fn, args, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
 }
 
 class Core;
@@ -428,12 +461,23 @@ class Core;
 // caller; a later one is a no-op. Owners hold references (release() deletes at zero): the queue always
 // (call_js releases it), and a blocked caller for a sync call. From push until call_js is done with it, a
 // call is linked into its Core's pending list (Core::pending_mutex_), so the exit handler can find it.
+//
+// Promises: when the JS function returns a Promise or thenable (and the function awaits them, the
+// default), run() attaches two native callbacks to it and returns true ("awaiting"): the call stays
+// linked, and the queue's reference moves to the callbacks, which settle the call (settle_js) and then do
+// what call_js would have done. A Promise that never settles keeps that reference (a small leak) but not
+// the caller: abort(), the environment's teardown and the process's exit fail awaiting calls.
 class CallBase {
  public:
   explicit CallBase(int references) : references_(references) {}
   virtual ~CallBase() = default;
-  virtual void run(napi_env env, napi_value fn) noexcept = 0;  // JS thread
+  // JS thread. Returns true when the call now awaits a Promise (call_js must then let it be).
+  virtual bool run(napi_env env, napi_value fn) noexcept = 0;
   virtual void fail(std::exception_ptr error) noexcept = 0;    // any thread; no-op once completed
+  // JS thread: the awaited Promise settled with `value` (rejected: the rejection value).
+  virtual void settle_js(napi_env env, napi_value value, bool rejected) noexcept = 0;
+  // Any thread. Adds a reference (the owner that drops it must hold one already).
+  void retain() noexcept { references_.fetch_add(1, std::memory_order_relaxed); }  // relaxed: an owner exists
   // Any thread. Drops one reference; the last one deletes the call.
   void release() noexcept {
     // acq_rel: the last owner must see every write the others made before they let go.
@@ -444,10 +488,17 @@ class CallBase {
   CallBase* prev = nullptr;      // pending list links, guarded by core->pending_mutex_
   CallBase* next = nullptr;
   bool linked = false;           // guarded by core->pending_mutex_
+  std::atomic<bool> awaiting{false};   // a Promise's callbacks hold the queue's reference
+  std::atomic<bool> settled_js{false}; // the first settlement callback won (a thenable may call both)
 
  private:
   std::atomic<int> references_;
 };
+
+// Attaches settle callbacks to `result` when it is a thenable and `call` should await it: returns true
+// then (the call awaits). A `then` that throws settles the call with that exception. JS thread; throws
+// NapiError.
+bool await_thenable(napi_env env, napi_value result, CallBase* call);
 
 // Holds either a value or an exception.
 template <class R>
@@ -455,14 +506,14 @@ struct Outcome {
   std::conditional_t<std::is_void_v<R>, bool, std::optional<R>> value{};
   std::exception_ptr error;
 
-  template <class Tuple>
-  void compute(napi_env env, napi_value fn, const Tuple& args) noexcept {
+  // Converts the JS function's result (or a Promise's fulfillment value). Never throws: a failed
+  // conversion becomes the error.
+  void convert(napi_env env, napi_value result) noexcept {
     try {
       if constexpr (std::is_void_v<R>) {
-        invoke_js<R>(env, fn, args, std::make_index_sequence<std::tuple_size_v<Tuple>>{});
         value = true;
       } else {
-        value.emplace(invoke_js<R>(env, fn, args, std::make_index_sequence<std::tuple_size_v<Tuple>>{}));
+        value.emplace(Convert<R>::from_js(env, result));
       }
     } catch (...) {
       error = std::current_exception();
@@ -484,10 +535,26 @@ class SyncCall final : public CallBase {
  public:
   explicit SyncCall(const A&... args) : CallBase(2), args_(args...) {}
 
-  void run(napi_env env, napi_value fn) noexcept override {
-    if (completed()) return;
+  bool run(napi_env env, napi_value fn) noexcept override {
+    if (completed()) return false;
     Outcome<R> outcome;
-    outcome.compute(env, fn, args_);
+    try {
+      napi_value result = call_function(env, fn, args_);
+      if (await_thenable(env, result, this)) return true;
+      outcome.convert(env, result);
+    } catch (...) {
+      outcome.error = std::current_exception();
+    }
+    finish(std::move(outcome));
+    return false;
+  }
+  void settle_js(napi_env env, napi_value value, bool rejected) noexcept override {
+    Outcome<R> outcome;
+    if (rejected) {
+      outcome.error = error_from_js_value(env, value, false);
+    } else {
+      outcome.convert(env, value);
+    }
     finish(std::move(outcome));
   }
   void fail(std::exception_ptr error) noexcept override {
@@ -551,10 +618,26 @@ class AsyncCall final : public CallBase {
   explicit AsyncCall(A... args) : CallBase(1), args_(std::move(args)...) {}
   std::future<R> future() { return promise_.get_future(); }
 
-  void run(napi_env env, napi_value fn) noexcept override {
-    if (completed_.load(std::memory_order_acquire)) return;
+  bool run(napi_env env, napi_value fn) noexcept override {
+    if (completed_.load(std::memory_order_acquire)) return false;
     Outcome<R> outcome;
-    outcome.compute(env, fn, args_);
+    try {
+      napi_value result = call_function(env, fn, args_);
+      if (await_thenable(env, result, this)) return true;
+      outcome.convert(env, result);
+    } catch (...) {
+      outcome.error = std::current_exception();
+    }
+    settle(std::move(outcome));
+    return false;
+  }
+  void settle_js(napi_env env, napi_value value, bool rejected) noexcept override {
+    Outcome<R> outcome;
+    if (rejected) {
+      outcome.error = error_from_js_value(env, value, false);
+    } else {
+      outcome.convert(env, value);
+    }
     settle(std::move(outcome));
   }
   void fail(std::exception_ptr error) noexcept override {
@@ -627,13 +710,15 @@ class Core : public std::enable_shared_from_this<Core> {
   enum State : int { open = 0, closing = 1, finalized = 2 };
 
   // JS thread. Throws NapiError.
-  static std::shared_ptr<Core> create(napi_env env, napi_value fn, const std::string& name, bool keep_alive) {
+  static std::shared_ptr<Core> create(napi_env env, napi_value fn, const std::string& name, bool keep_alive,
+                                      bool await_promises) {
     napi_valuetype type = napi_undefined;
     check(napi_typeof(env, fn, &type), "napi_typeof");
     if (type != napi_function) throw ConversionError(std::string("expected function, got ") + type_name(env, fn));
     auto core = std::shared_ptr<Core>(new Core());
     core->env_ = env;
     core->js_thread_ = std::this_thread::get_id();
+    core->await_promises_ = await_promises;
     check(napi_create_reference(env, fn, 1, &core->fn_ref_), "napi_create_reference");
     napi_value resource_name = nullptr;
     napi_status status = napi_create_string_utf8(env, name.data(), name.size(), &resource_name);
@@ -660,7 +745,7 @@ class Core : public std::enable_shared_from_this<Core> {
     std::shared_lock<std::shared_mutex> lock(mutex_);
     int state = state_.load(std::memory_order_relaxed);
     if (state != open) {
-      reason = exiting_ ? kExitingReason
+      reason = exit_reason_ != nullptr ? exit_reason_
                : state == closing ? "the function was released or aborted" : "the function's environment is gone";
       return false;
     }
@@ -683,7 +768,23 @@ class Core : public std::enable_shared_from_this<Core> {
     released_ = true;  // our single thread count is given back exactly once
     state_.store(closing, std::memory_order_relaxed);
     napi_release_threadsafe_function(tsfn_, mode);
+    lock.unlock();
+    // Node fails the queued calls of an aborted function; a call awaiting a Promise has left the queue,
+    // so fail it here (it would otherwise wait for a Promise that may never settle).
+    if (mode == napi_tsfn_abort) fail_awaiting("the function was aborted while the Promise it returned was pending");
   }
+
+  // Any thread. Fails every call that awaits a Promise. Under pending_mutex_: a settlement callback
+  // (which frees the call) must unlink it first, so no call is freed while this runs.
+  void fail_awaiting(const char* reason) noexcept {
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    for (CallBase* c = pending_; c != nullptr; c = c->next) {
+      if (c->awaiting.load(std::memory_order_acquire)) c->fail(closed_error(reason));
+    }
+  }
+
+  // Any thread. Whether calls await a Promise (or thenable) the JS function returns.
+  bool await_promises() const noexcept { return await_promises_; }
 
   // Takes `call` off the pending list; no-op when the exit handler already did.
   void unlink(CallBase* call) noexcept {
@@ -700,10 +801,10 @@ class Core : public std::enable_shared_from_this<Core> {
   // blocked on a call would hang the process. Closes the function (later calls throw ClosedError) and
   // completes every call still queued or running with ClosedError; the call objects stay valid for Node
   // (see CallBase).
-  void environment_exiting() noexcept {
+  void environment_exiting(const char* reason = kExitingReason) noexcept {
     {
       std::unique_lock<std::shared_mutex> lock(mutex_);
-      exiting_ = true;
+      if (exit_reason_ == nullptr) exit_reason_ = reason;
       if (state_.load(std::memory_order_relaxed) == open) state_.store(closing, std::memory_order_relaxed);
     }
     CallBase* calls = nullptr;
@@ -716,13 +817,14 @@ class Core : public std::enable_shared_from_this<Core> {
     while (calls != nullptr) {
       CallBase* next = calls->next;
       calls->prev = calls->next = nullptr;
-      calls->fail(closed_error(kExitingReason));  // the queue still owns it
+      calls->fail(closed_error(reason));  // the queue (or a Promise's callbacks) still owns it
       calls = next;
     }
   }
 
   static constexpr const char* kExitingReason =
       "the JS environment is exiting (process.exit() or an uncaught exception) and runs no more JS";
+  static constexpr const char* kTornDownReason = "the JS environment was torn down";
 
   // Any thread. True if the calling thread is the function's JS thread.
   bool on_js_thread() const noexcept { return std::this_thread::get_id() == js_thread_; }
@@ -742,8 +844,15 @@ class Core : public std::enable_shared_from_this<Core> {
     napi_value fn = nullptr;
     check(napi_get_reference_value(env_, fn_ref_, &fn), "napi_get_reference_value");
     if (fn == nullptr) throw ClosedError("the function was collected");
+    napi_value result = call_function(env_, fn, std::tuple<const A&...>(args...));
+    if (await_promises_ && then_method(env_, result) != nullptr) {
+      throw Error(
+          "xthread_napi: call_sync on the JS thread cannot wait for the Promise the function returned: the "
+          "Promise can only settle once this thread returns to its event loop. Call from another thread, or "
+          "use Options::await_promises = false");
+    }
     Outcome<R> outcome;
-    outcome.compute(env_, fn, std::tuple<const A&...>(args...));
+    outcome.convert(env_, result);
     return outcome.take();
   }
 
@@ -836,12 +945,23 @@ class Core : public std::enable_shared_from_this<Core> {
     return nullptr;
   }
 
-  // napi cleanup hook: the environment is being torn down normally; forget it.
+  // napi cleanup hook: the environment is being torn down normally (a Worker ends, the loop ran out of
+  // work). Node fails the queued calls itself; a call awaiting a Promise is no longer queued, so every
+  // JsFunction of the environment is closed here, which fails those too. Then the environment is forgotten.
   static void forget_environment(void* arg) {
     auto env = static_cast<napi_env>(arg);
-    EnvironmentRegistry& registry = environment_registry();
-    std::lock_guard<std::mutex> lock(registry.mutex);
-    std::erase_if(registry.environments, [env](const auto& entry) { return entry.first == env; });
+    std::vector<std::shared_ptr<Core>> cores;
+    {
+      EnvironmentRegistry& registry = environment_registry();
+      std::lock_guard<std::mutex> lock(registry.mutex);
+      if (EnvironmentRegistry::Entry* entry = registry.find(env)) {
+        for (const auto& weak : entry->cores) {
+          if (auto core = weak.lock()) cores.push_back(std::move(core));
+        }
+      }
+      std::erase_if(registry.environments, [env](const auto& entry) { return entry.first == env; });
+    }
+    for (const auto& core : cores) core->environment_exiting(kTornDownReason);
   }
 
   // napi_finalize of the TSFN: JS thread, just before Node frees the TSFN (and only then does Node fail
@@ -863,7 +983,8 @@ class Core : public std::enable_shared_from_this<Core> {
   std::atomic<int> state_{open};              // written under an exclusive lock of mutex_
   napi_threadsafe_function tsfn_ = nullptr;   // guarded by mutex_ (used under a shared lock)
   bool released_ = false;                     // guarded by mutex_ (exclusive)
-  bool exiting_ = false;                      // guarded by mutex_: closed by the process exiting
+  const char* exit_reason_ = nullptr;         // guarded by mutex_: set when the environment closed it
+  bool await_promises_ = true;                // immutable after create()
   std::mutex pending_mutex_;                  // guards pending_ and every queued call's links
   CallBase* pending_ = nullptr;               // queued calls not yet handed to call_js
   napi_env env_ = nullptr;                    // JS thread only
@@ -873,18 +994,69 @@ class Core : public std::enable_shared_from_this<Core> {
 
 // napi_threadsafe_function_call_js: JS thread, or (env == nullptr) while Node empties the queue of a
 // closing function. The Core may be gone by then; the call keeps its own reference to it.
-inline void call_js(napi_env env, napi_value fn, void* /*context*/, void* data) {
-  auto* call = static_cast<CallBase*>(data);
-  if (env == nullptr || fn == nullptr) {
-    call->fail(closed_error("the function closed before the call ran"));
-  } else {
-    call->run(env, fn);  // stays on the pending list while it runs: a callee may call process.exit()
-  }
+// What call_js does once a call is over: off the pending list, then the queue's reference goes.
+inline void finish_queued(CallBase* call) noexcept {
   if (call->core) {
     call->core->unlink(call);
     std::shared_ptr<Core> drop = std::move(call->core);  // outside unlink's lock: may destroy the Core
   }
-  call->release();  // the queue's reference
+  call->release();  // the queue's reference (held by a Promise's callbacks while the call awaited)
+}
+
+inline void call_js(napi_env env, napi_value fn, void* /*context*/, void* data) {
+  auto* call = static_cast<CallBase*>(data);
+  if (env == nullptr || fn == nullptr) {
+    call->fail(closed_error("the function closed before the call ran"));
+  } else if (call->run(env, fn)) {  // stays on the pending list while it runs: a callee may call process.exit()
+    return;                         // awaits a Promise: its callbacks finish the call
+  }
+  finish_queued(call);
+}
+
+// The two callbacks given to a Promise's then(): JS thread. The first one to run settles the call and
+// finishes it; a thenable that calls both, or one twice, changes nothing after that.
+template <bool Rejected>
+napi_value on_settled(napi_env env, napi_callback_info info) {
+  std::size_t argc = 1;
+  napi_value argv[1] = {nullptr};
+  void* data = nullptr;
+  if (napi_get_cb_info(env, info, &argc, argv, nullptr, &data) != napi_ok || data == nullptr) return nullptr;
+  auto* call = static_cast<CallBase*>(data);
+  if (call->settled_js.exchange(true, std::memory_order_acq_rel)) return nullptr;
+  napi_value value = argv[0];
+  if (value == nullptr) napi_get_undefined(env, &value);
+  call->settle_js(env, value, Rejected);
+  finish_queued(call);
+  return nullptr;
+}
+
+inline bool await_thenable(napi_env env, napi_value result, CallBase* call) {
+  if (!call->core || !call->core->await_promises()) return false;
+  napi_value then = then_method(env, result);
+  if (then == nullptr) return false;
+  napi_value callbacks[2] = {nullptr, nullptr};
+  check(napi_create_function(env, "xthreadNapiFulfilled", NAPI_AUTO_LENGTH, &on_settled<false>, call, &callbacks[0]),
+        "napi_create_function");
+  check(napi_create_function(env, "xthreadNapiRejected", NAPI_AUTO_LENGTH, &on_settled<true>, call, &callbacks[1]),
+        "napi_create_function");
+  // Set before then() is called: a thenable may call back synchronously, and abort() may look meanwhile.
+  call->awaiting.store(true, std::memory_order_release);
+  call->retain();  // a thenable may settle, and so finish and free, the call inside then()
+  napi_value ignored = nullptr;
+  const napi_status status = napi_call_function(env, result, then, 2, callbacks, &ignored);
+  bool awaiting = true;
+  if (status != napi_ok) {
+    // then() threw (or failed): unless a callback already ran (it then owns the call's end), the call is
+    // over with that error and call_js finishes it.
+    std::exception_ptr error = status == napi_pending_exception ? take_js_exception(env)
+                                                                : std::make_exception_ptr(NapiError("then", status));
+    if (!call->settled_js.exchange(true, std::memory_order_acq_rel)) {
+      call->fail(std::move(error));
+      awaiting = false;
+    }
+  }
+  call->release();
+  return awaiting;
 }
 
 }  // namespace detail
@@ -905,6 +1077,10 @@ class JsFunction<R(Args...)> {
   struct Options {
     std::string name = "xthread_napi::JsFunction";  // async resource name (shows in async_hooks)
     bool keep_alive = true;  // false: does not keep the JS thread's event loop alive (napi_unref_…)
+    // true: when the JS function returns a Promise (or any thenable), a call waits for it to settle and
+    // yields its converted value, or JsError for a rejection; the JS thread is never blocked meanwhile.
+    // false: the returned object itself is converted (Convert<R>), as before.
+    bool await_promises = true;
   };
 
   // An empty handle; every call throws ClosedError.
@@ -913,7 +1089,8 @@ class JsFunction<R(Args...)> {
   // JS thread, inside a Node-API callback. `fn` must be a function. Throws ConversionError / NapiError.
   JsFunction(napi_env env, napi_value fn) : JsFunction(env, fn, Options{}) {}
   JsFunction(napi_env env, napi_value fn, Options options)
-      : owner_(std::make_shared<Owner>(detail::Core::create(env, fn, options.name, options.keep_alive))) {}
+      : owner_(std::make_shared<Owner>(
+            detail::Core::create(env, fn, options.name, options.keep_alive, options.await_promises))) {}
 
   // Any thread. Queues a call and returns at once. The future yields the converted result or throws
   // JsError / ConversionError / ClosedError / NapiError. The arguments are copied (moved) into the call.
