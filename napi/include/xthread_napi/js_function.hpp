@@ -498,7 +498,7 @@ class CallBase {
 // Attaches settle callbacks to `result` when it is a thenable and `call` should await it: returns true
 // then (the call awaits). A `then` that throws settles the call with that exception. JS thread; throws
 // NapiError.
-bool await_thenable(napi_env env, napi_value result, CallBase* call);
+inline bool await_thenable(napi_env env, napi_value result, CallBase* call);
 
 // Holds either a value or an exception.
 template <class R>
