@@ -519,6 +519,27 @@ struct Outcome {
       error = std::current_exception();
     }
   }
+  // Calls fn(args...) and converts what it returned. Returns false, setting nothing, when the call awaits
+  // the Promise it returned instead (`call`'s settle_js will complete it).
+  template <class Tuple>
+  bool from_call(napi_env env, napi_value fn, const Tuple& args, CallBase* call) noexcept {
+    try {
+      napi_value result = call_function(env, fn, args);
+      if (await_thenable(env, result, call)) return false;
+      convert(env, result);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    return true;
+  }
+  // An awaited Promise settled: its fulfillment value converted, or its rejection as JsError.
+  void from_settlement(napi_env env, napi_value settled, bool rejected) noexcept {
+    if (rejected) {
+      error = error_from_js_value(env, settled, false);
+    } else {
+      convert(env, settled);
+    }
+  }
   R take() {
     if (error) std::rethrow_exception(error);
     if constexpr (!std::is_void_v<R>) return std::move(*value);
@@ -538,23 +559,13 @@ class SyncCall final : public CallBase {
   bool run(napi_env env, napi_value fn) noexcept override {
     if (completed()) return false;
     Outcome<R> outcome;
-    try {
-      napi_value result = call_function(env, fn, args_);
-      if (await_thenable(env, result, this)) return true;
-      outcome.convert(env, result);
-    } catch (...) {
-      outcome.error = std::current_exception();
-    }
+    if (!outcome.from_call(env, fn, args_, this)) return true;
     finish(std::move(outcome));
     return false;
   }
   void settle_js(napi_env env, napi_value value, bool rejected) noexcept override {
     Outcome<R> outcome;
-    if (rejected) {
-      outcome.error = error_from_js_value(env, value, false);
-    } else {
-      outcome.convert(env, value);
-    }
+    outcome.from_settlement(env, value, rejected);
     finish(std::move(outcome));
   }
   void fail(std::exception_ptr error) noexcept override {
@@ -621,23 +632,13 @@ class AsyncCall final : public CallBase {
   bool run(napi_env env, napi_value fn) noexcept override {
     if (completed_.load(std::memory_order_acquire)) return false;
     Outcome<R> outcome;
-    try {
-      napi_value result = call_function(env, fn, args_);
-      if (await_thenable(env, result, this)) return true;
-      outcome.convert(env, result);
-    } catch (...) {
-      outcome.error = std::current_exception();
-    }
+    if (!outcome.from_call(env, fn, args_, this)) return true;
     settle(std::move(outcome));
     return false;
   }
   void settle_js(napi_env env, napi_value value, bool rejected) noexcept override {
     Outcome<R> outcome;
-    if (rejected) {
-      outcome.error = error_from_js_value(env, value, false);
-    } else {
-      outcome.convert(env, value);
-    }
+    outcome.from_settlement(env, value, rejected);
     settle(std::move(outcome));
   }
   void fail(std::exception_ptr error) noexcept override {
