@@ -11,11 +11,7 @@
 #include <ctime>
 #endif
 
-#include <sched.h>
-
 namespace xthread::detail {
-
-void yield_cpu() noexcept { sched_yield(); }
 
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
               "futex needs a plain 32-bit word");

@@ -18,7 +18,8 @@ const USAGE = `usage: node napi/lab/xcall.mjs [options]
   --payload LIST    total chars, split in halves: 10 ('Hello'+'World'), 1000, 10k, 100k, 1M (k = 1e3, M = 1e6)
   --work LIST       extra busy time of the concatenating callee: 0, 100us, 2ms, 500ns (bare number = us); default 0
   --impl LIST       bridge (xthread_napi::JsFunction), raw (bare napi_threadsafe_function + C++ condition
-                    variable); both run each point one after the other; default bridge
+                    variable); default bridge. Each point's calls run in 4 blocks, the implementations
+                    interleaved A B B A, after 300 unrecorded calls per case and implementation
   --calls N         measured calls per point (default 500 idle, 300 under load)
   --warmup N        unmeasured calls before each point (default 10)
   --hot             back-to-back calls (default: random gap before each call, 0-200 us idle, 0-8 ms under load)
@@ -35,6 +36,15 @@ const IMPLS = { bridge: 'node-api', raw: 'node-api-raw' }; // --impl name -> JSO
 const DEFAULT_PAYLOADS = [10, 1000, 10000, 100000, 1000000];
 const DEFAULT_CALLS = { idle: 500, load: 300 };
 const DEFAULT_WARMUP = 10;
+// Before the first point of each case, every implementation makes this many unrecorded back-to-back calls,
+// so V8 has compiled the callee and the Worker's forwarder before anything is measured. With only the
+// per-point warm-up (10 calls), whichever implementation ran first at a case-3 point measured 1.3-2x
+// slower (p50) than the one after it, in either order.
+const JIT_WARMUP_CALLS = 300;
+// Each point's calls are made in this many blocks, implementations in A B B A order (then A B B A again),
+// and the blocks' samples merged, so drift during a point (CPU frequency, the VM's scheduling mode) and
+// going first or second weigh on every implementation alike.
+const BLOCKS = 4;
 const IDLE_GAP_NS = [0, 200_000];
 const LOAD_GAP_NS = [0, 8_000_000];
 
@@ -243,7 +253,7 @@ async function main() {
   }
   const points = buildMatrix(o);
   const callsFor = (load) => o.calls ?? (load === 'idle' ? DEFAULT_CALLS.idle : DEFAULT_CALLS.load);
-  const maxCalls = Math.max(...points.map((p) => callsFor(p.load))) + o.warmup;
+  const maxCalls = Math.max(JIT_WARMUP_CALLS, Math.max(...points.map((p) => callsFor(p.load))) + o.warmup);
   const started = process.hrtime.bigint();
 
   const needLoad = points.some((p) => p.load !== 'idle');
@@ -252,6 +262,7 @@ async function main() {
   const lab = new XcallLab({ addon: loaded.addon, addonPath: loaded.path, maxCalls });
   const results = [];
   const loads = [];
+  const warmedUp = new Set();  // "case/impl" pairs that made their JIT warm-up calls
   try {
     for (const load of LOADS) {
       const group = points.filter((p) => p.load === load);
@@ -266,14 +277,36 @@ async function main() {
           const { a, b } = makePayload(p.payload);
           const calls = callsFor(load);
           const gap = o.hot ? [0, 0] : load === 'idle' ? IDLE_GAP_NS : LOAD_GAP_NS;
-          // Every implementation right after the other at the same point, same seed: same gaps, same load phase.
           for (const impl of o.impls) {
-            const s = await lab.runPoint({ kase: p.kase, impl, a, b, workNs: p.work_ns, calls, warmup: o.warmup,
-                                           gapMinNs: gap[0], gapMaxNs: gap[1], seed: o.seed + 1000 * LOADS.indexOf(load) + k });
+            if (warmedUp.has(`${p.kase}/${impl}`)) continue;
+            warmedUp.add(`${p.kase}/${impl}`);
+            await lab.runPoint({ kase: p.kase, impl, a, b, workNs: p.work_ns, calls: 0, warmup: JIT_WARMUP_CALLS });
+          }
+          const merged = Object.fromEntries(o.impls.map((impl) => [impl, { samples: null, cpuUs: 0, madeCalls: 0 }]));
+          const blocks = Math.min(BLOCKS, calls);
+          for (let block = 0; block < blocks; block++) {
+            const blockCalls = Math.floor(calls / blocks) + (block < calls % blocks ? 1 : 0);
+            const order = block % 4 === 1 || block % 4 === 2 ? [...o.impls].reverse() : o.impls;
+            // Same seed for every implementation within a block: same gaps, same load phase.
+            const seed = o.seed + 1000 * LOADS.indexOf(load) + k + 100_000 * block;
+            for (const impl of order) {
+              const r = await lab.runPoint({ kase: p.kase, impl, a, b, workNs: p.work_ns, calls: blockCalls,
+                                             warmup: o.warmup, gapMinNs: gap[0], gapMaxNs: gap[1], seed });
+              const m = merged[impl];
+              m.samples = m.samples === null ? r.samples
+                : Object.fromEntries(Object.entries(m.samples).map(([key, v]) => [key, v.concat(r.samples[key])]));
+              m.cpuUs += r.cpuUsPerCall * (blockCalls + o.warmup);
+              m.madeCalls += blockCalls + o.warmup;
+            }
+          }
+          for (const impl of o.impls) {
+            const { samples: s, cpuUs, madeCalls } = merged[impl];
             results.push({
               implementation: IMPLS[impl], case: p.kase, load, payload: p.payload, work_ns: p.work_ns, hot: o.hot, calls,
               total_us: summarizeUs(s.total_ns), schedule_us: summarizeUs(s.schedule_ns),
               execute_us: summarizeUs(s.execute_ns), notify_us: summarizeUs(s.notify_ns),
+              // Process CPU (every thread) per call made, warm-up calls included.
+              cpu_us_per_call: cpuUs / madeCalls,
               // Not measured by this lab; present (null) because the C++ lab's reader expects the keys.
               ratio_to_futex_floor: null, model_us: null,
               samples: s,

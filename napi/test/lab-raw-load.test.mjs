@@ -22,7 +22,8 @@ test('raw TSFN: cases 1, 2, 3 return the right strings and consistent phases', T
       for (const total of [10, 100_001]) {
         const { a, b } = makePayload(total);
         // runPoint throws unless every call returned exactly a + b and every callee recorded its stamps.
-        const s = await lab.runPoint({ kase, impl: 'raw', a, b, calls: 5, warmup: 2, gapMaxNs: 50_000 });
+        const { samples: s, cpuUsPerCall } = await lab.runPoint({ kase, impl: 'raw', a, b, calls: 5, warmup: 2, gapMaxNs: 50_000 });
+        assert.ok(cpuUsPerCall > 0 && Number.isFinite(cpuUsPerCall), `cpu per call ${cpuUsPerCall}`);
         assert.equal(s.total_ns.length, 5);
         for (let i = 0; i < 5; i++) {
           assert.equal(s.schedule_ns[i] + s.execute_ns[i] + s.notify_ns[i], s.total_ns[i]);

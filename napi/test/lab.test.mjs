@@ -22,14 +22,15 @@ test('cases 1, 2, 3 return the right strings and consistent phases', T, async ()
         const { a, b } = makePayload(total);
         assert.equal(a.length + b.length, total);
         // runPoint throws unless every call returned exactly a + b and every callee recorded its stamps.
-        const s = await lab.runPoint({ kase, a, b, calls: 5, warmup: 2, gapMaxNs: 50_000 });
+        const { samples: s, cpuUsPerCall } = await lab.runPoint({ kase, a, b, calls: 5, warmup: 2, gapMaxNs: 50_000 });
+        assert.ok(cpuUsPerCall > 0 && Number.isFinite(cpuUsPerCall), `cpu per call ${cpuUsPerCall}`);
         assert.equal(s.total_ns.length, 5);
         for (let i = 0; i < 5; i++) {
           assert.equal(s.schedule_ns[i] + s.execute_ns[i] + s.notify_ns[i], s.total_ns[i]);
           assert.ok(s.schedule_ns[i] >= 0 && s.execute_ns[i] >= 0 && s.notify_ns[i] >= 0);
         }
       }
-      const work = await lab.runPoint({ kase, a: 'Hello', b: 'World', calls: 3, workNs: 300_000 });
+      const { samples: work } = await lab.runPoint({ kase, a: 'Hello', b: 'World', calls: 3, workNs: 300_000 });
       assert.ok(work.execute_ns.every((ns) => ns >= 300_000), `case ${kase} work ${work.execute_ns}`);
     }
   } finally {
@@ -91,8 +92,9 @@ test('xcall: a tiny run prints a table and writes the JSON schema', T, () => {
     assert.equal(doc.points.length, 6);
     for (const p of doc.points) {
       assert.deepEqual(Object.keys(p), ['implementation', 'case', 'load', 'payload', 'work_ns', 'hot', 'calls', 'total_us',
-                                        'schedule_us', 'execute_us', 'notify_us', 'ratio_to_futex_floor', 'model_us',
-                                        'samples']);
+                                        'schedule_us', 'execute_us', 'notify_us', 'cpu_us_per_call', 'ratio_to_futex_floor',
+                                        'model_us', 'samples']);
+      assert.ok(p.cpu_us_per_call > 0, `cpu_us_per_call ${p.cpu_us_per_call}`);
       assert.equal(p.ratio_to_futex_floor, null);
       assert.equal(p.model_us, null);
       assert.equal(p.implementation, 'node-api');

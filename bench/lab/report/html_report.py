@@ -321,13 +321,14 @@ def phases_table(table_id, doc):
     sweep = 10 if 10 in payloads else payloads[0]
     t = Table(table_id, f"Where the time goes: phases at idle, payload {sweep}, p50 µs")
     t.header([("implementation", "l"), ("case", "l"), "schedule", "execute", "notify", "total p50", "total p99",
-              "calls"])
+              "CPU µs/call", "calls"])
     for p in points:
         if p["payload"] != sweep or (p["work_ns"], p["hot"]) != (work, hot):
             continue
         t.row([(p["implementation"], "l"), (CASE_NAMES.get(p["case"], str(p["case"])), "l"),
                num(p["schedule_us"]["p50"]), num(p["execute_us"]["p50"]), num(p["notify_us"]["p50"]),
-               num(p["total_us"]["p50"]), num(p["total_us"]["p99"]), str(p["calls"])])
+               num(p["total_us"]["p50"]), num(p["total_us"]["p99"]),
+               num(p.get("cpu_us_per_call")), str(p["calls"])])
     return t.render()
 
 

@@ -25,7 +25,7 @@ std::string render_csv(const XcallReport& report) {
   for (const char* metric : {"total", "schedule", "execute", "notify"}) {
     for (const char* stat : {"mean", "p50", "p90", "p99", "min", "max"}) out << ',' << metric << '_' << stat << "_us";
   }
-  out << ",ratio_to_futex_floor,model_us,published_mean_us,fib_n,load_ms,duty,spin_floor_p50_ns,futex_floor_p50_ns,sleep_floor_p50_ns\n";
+  out << ",cpu_us_per_call,ratio_to_futex_floor,model_us,published_mean_us,fib_n,load_ms,duty,spin_floor_p50_ns,futex_floor_p50_ns,sleep_floor_p50_ns\n";
 
   for (const XcallPoint& p : report.points) {
     out << p.implementation << ',' << p.case_id << ',' << p.load << ',' << p.payload << ',' << p.work_ns << ','
@@ -42,7 +42,7 @@ std::string render_csv(const XcallReport& report) {
     }
     const auto load = std::find_if(report.loads.begin(), report.loads.end(),
                                    [&](const LoadInfo& l) { return l.load == p.load; });
-    out << ',' << optional_number(p.ratio_to_futex_floor) << ',' << optional_number(p.model_us) << ','
+    out << ',' << optional_number(p.cpu_us_per_call) << ',' << optional_number(p.ratio_to_futex_floor) << ',' << optional_number(p.model_us) << ','
         << optional_number(published) << ',';
     if (load != report.loads.end()) {
       out << (load->fib_n ? std::to_string(*load->fib_n) : "") << ',' << number(load->load_ms) << ','

@@ -193,7 +193,7 @@ std::string percentile_table(const std::vector<NamedSet>& sets) {
   std::vector<std::string> head;
   if (show_impl) head.push_back("impl");
   for (const char* h : {"case", "load", "payload", "work", "calls", "|", "mean", "p50", "p90", "p99", "max", "|",
-                        "sched", "exec", "notify", "|", "p50/futex", "model", "mean/model"}) {
+                        "sched", "exec", "notify", "|", "cpu", "|", "p50/futex", "model", "mean/model"}) {
     head.emplace_back(h);
   }
   t.row(head);
@@ -214,13 +214,16 @@ std::string percentile_table(const std::vector<NamedSet>& sets) {
       r.push_back("|");
       for (double v : {p.schedule_us.p50, p.execute_us.p50, p.notify_us.p50}) r.push_back(us(v));
       r.push_back("|");
+      r.push_back(us(p.cpu_us_per_call));
+      r.push_back("|");
       r.push_back(p.ratio_to_futex_floor ? times(*p.ratio_to_futex_floor) : "-");
       r.push_back(us(p.model_us));
       r.push_back(p.model_us && *p.model_us > 0 ? format("%.2f", p.total_us.mean / *p.model_us) : "-");
       t.row(r);
     }
   }
-  return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase)\n" + t.render();
+  return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase; cpu: process CPU time\n"
+         "    per call, every thread, warm-up calls included)\n" + t.render();
 }
 
 std::string model_lines(const XcallReport& report) {

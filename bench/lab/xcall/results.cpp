@@ -43,6 +43,7 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
       {"schedule_us", p.schedule_us},
       {"execute_us", p.execute_us},
       {"notify_us", p.notify_us},
+      {"cpu_us_per_call", optional_number(p.cpu_us_per_call)},
       {"ratio_to_futex_floor", optional_number(p.ratio_to_futex_floor)},
       {"model_us", optional_number(p.model_us)},
       {"samples",
@@ -99,6 +100,10 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(std::string("key '") + key + "': " + e.what());
     }
+  }
+  if (const auto it = in.find("cpu_us_per_call"); it != in.end() && !it->is_null()) {  // optional key
+    if (!it->is_number()) throw std::runtime_error("key 'cpu_us_per_call' is not a number or null");
+    p.cpu_us_per_call = it->get<double>();
   }
   if (const auto& r = typed("ratio_to_futex_floor", number_or_null, "a number or null"); r.is_number()) {
     p.ratio_to_futex_floor = r.get<double>();

@@ -42,6 +42,9 @@ struct XcallPoint {
   bool hot = false;                        // calls back-to-back (no gap)
   std::size_t calls = 0;                   // measured calls (warm-up excluded)
   Summary total_us, schedule_us, execute_us, notify_us;
+  // Process CPU time (getrusage RUSAGE_SELF, user + system, every thread) over the point's calls, warm-up
+  // included, per call; nullopt when read from a file written before it existed.
+  std::optional<double> cpu_us_per_call;
   std::optional<double> ratio_to_futex_floor;  // total p50 / futex round-trip p50
   std::optional<double> model_us;              // load model, see docs/results-schema.md
   XcallSamples samples;                        // may be empty when read from a file without samples

@@ -288,6 +288,7 @@ class Driver {
     const std::string label = "xcall [" + std::to_string(index) + "/" + std::to_string(specs_.size()) + "] " +
                               describe(spec) + ": ";
     progress_.update(label + "warm-up");
+    const CpuTimes cpu_start = process_cpu_times();
     for (std::size_t i = 0; i < options_.warmup; ++i) one_call(target, p, spec, nullptr);
 
     XcallPoint point;
@@ -314,6 +315,9 @@ class Driver {
         progress_.update(label + std::to_string(i + 1) + "/" + std::to_string(calls));
       }
     }
+    const CpuTimes cpu_end = process_cpu_times();
+    const double cpu_s = (cpu_end.user_s - cpu_start.user_s) + (cpu_end.system_s - cpu_start.system_s);
+    point.cpu_us_per_call = cpu_s * 1e6 / static_cast<double>(options_.warmup + calls);
     point.summarize_samples();
     report_.points.push_back(std::move(point));
   }

@@ -71,7 +71,9 @@ export class XcallLab {
   }
 
   // point: { kase: 1|2|3, impl: 'bridge'|'raw', a, b, workNs, calls, warmup, gapMinNs, gapMaxNs, seed }
-  // Returns { total_ns, schedule_ns, execute_ns, notify_ns } (arrays of numbers, one per measured call).
+  // Returns { samples: { total_ns, schedule_ns, execute_ns, notify_ns } (arrays, one number per measured
+  // call), cpuUsPerCall }: the process's CPU time (every thread: callers, JS threads, libuv) over the
+  // point's warm-up and measured calls, divided by their number.
   async runPoint({ kase, impl = 'bridge', a, b, workNs = 0, calls, warmup = 0, gapMinNs = 0, gapMaxNs = 0, seed = 1 }) {
     const total = calls + warmup;
     if (total > this.capacity) throw new Error(`point needs ${total} stamp slots, lab has ${this.capacity}`);
@@ -87,7 +89,9 @@ export class XcallLab {
     this.config[0] = workNs;
     this.mainStamps = kase === 1 ? this.stamps : this.inner;
     this.stamps.fill(0n, 0, 2 * total);
+    const cpuStart = process.cpuUsage();
     const r = await this.addon.runCalls(id, { a, b, calls, warmup, gapMinNs, gapMaxNs, seed, mode: 'sync', raw });
+    const cpu = process.cpuUsage(cpuStart);
     if (r.ok !== total || r.firstError) {
       throw new Error(`case ${kase}: ${r.ok}/${total} calls succeeded; first error: ${r.firstError ?? 'none'}`);
     }
@@ -105,7 +109,7 @@ export class XcallLab {
       out.execute_ns.push(Number(t2 - t1));
       out.notify_ns.push(Number(t3 - t2));
     }
-    return out;
+    return { samples: out, cpuUsPerCall: (cpu.user + cpu.system) / total };
   }
 
   // Releases every target; the Worker then has nothing keeping it alive and exits by itself.

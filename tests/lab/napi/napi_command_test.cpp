@@ -203,6 +203,8 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
     EXPECT_EQ(p.samples.total_ns.size(), 20u);
     EXPECT_GT(p.total_us.mean, 0);
     EXPECT_TRUE(p.ratio_to_futex_floor) << p.implementation << ": derived from this run's floors for both";
+    ASSERT_TRUE(p.cpu_us_per_call) << p.implementation << ": every implementation reports its CPU the same way";
+    EXPECT_GT(*p.cpu_us_per_call, 0) << p.implementation;
   }
   EXPECT_EQ(impls, (std::set<std::string>{"node-api-raw", "node-api", "xthread"}));
 }

@@ -92,6 +92,8 @@ TEST_F(XcallSchema, Points) {
     EXPECT_EQ(p.at("calls"), 8);
     for (const char* k : {"total_us", "schedule_us", "execute_us", "notify_us"}) expect_summary(p.at(k), k);
     EXPECT_TRUE(p.at("ratio_to_futex_floor").is_number());
+    ASSERT_TRUE(p.at("cpu_us_per_call").is_number());
+    EXPECT_GT(p.at("cpu_us_per_call").get<double>(), 0);
     if (p.at("load") == "idle") {
       EXPECT_TRUE(p.at("model_us").is_null());
     } else {
@@ -123,6 +125,23 @@ TEST_F(XcallSchema, ReadBackAndCombine) {
   EXPECT_NE(table.find("napi/xt"), std::string::npos) << table;
   EXPECT_NE(table.find("795"), std::string::npos) << table;
   EXPECT_NE(table.find("1.00x"), std::string::npos) << "identical sets give ratio 1: " << table;
+}
+
+TEST_F(XcallSchema, CpuPerCallIsOptionalAndChecked) {
+  ASSERT_NE(doc_, nullptr);
+  json point = doc_->at("points")[0];
+  point.erase("cpu_us_per_call");  // a file written before the key existed
+  auto read = xthread_lab::read_xcall_points(json::array({point}));
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_FALSE(read[0].cpu_us_per_call);
+  EXPECT_TRUE(json(read[0]).at("cpu_us_per_call").is_null());
+  point["cpu_us_per_call"] = "fast";
+  try {
+    xthread_lab::read_xcall_points(json::array({point}));
+    FAIL() << "accepted a string as cpu_us_per_call";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu_us_per_call"), std::string::npos) << e.what();
+  }
 }
 
 TEST(XcallReader, NamesTheBadKey) {
