@@ -1,0 +1,18 @@
+'use strict';
+// xthread-napi: where the headers are, for binding.gyp (the same shape as node-addon-api's index.js).
+//
+//   'include_dirs': ["<!(node -p \"require('xthread-napi').include\")"]        // the include folder
+//   'dependencies': ["<!(node -p \"require('xthread-napi').gyp\")"]            // include folder + flags
+const path = require('node:path');
+
+// Absolute path of the folder holding xthread_napi/js_function.hpp and xthread/errors.hpp.
+const include_dir = path.join(__dirname, 'include');
+
+module.exports = {
+  include_dir,
+  // The same path in double quotes, as binding.gyp's include_dirs wants it (survives spaces in paths).
+  include: `"${include_dir}"`,
+  // gyp dependency "<file>:<target>". gyp runs <!(...) in binding.gyp's folder and resolves the file
+  // relative to it, so the path is relative to the current directory (absolute on another drive).
+  gyp: `${path.relative('.', path.join(__dirname, 'xthread_napi.gyp'))}:xthread_napi`,
+};
