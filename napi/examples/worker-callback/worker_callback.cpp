@@ -64,7 +64,9 @@ void Run(xthread_napi::JsFunction<std::int64_t(std::int64_t)> transform,
     ok = false;
     message = "transform threw " + (e.name().empty() ? std::string("a value") : e.name()) + ": " + e.what();
   } catch (const xthread_napi::ClosedError&) {
-    return;  // the environment is going away (process exit, Worker end): nobody is left to tell
+    // The environment is going away (process exit, Worker end): nobody is left to tell, and the Job
+    // (its deferred and this thread's std::thread object) is left to the environment's end.
+    return;
   } catch (const std::exception& e) {  // ConversionError (transform returned a non-integer), NapiError
     ok = false;
     message = e.what();
