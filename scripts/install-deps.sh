@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Installs the Debian packages xthread needs, only those missing. Idempotent; needs nothing else.
-#   scripts/install-deps.sh            build + test + lab packages
+# Installs the Debian packages xthread needs, only those missing, then node-gyp from the npm registry when
+# it is not on PATH (napi.example_addon builds napi/examples/ from the packed xthread-napi with it).
+# Idempotent and silent when everything is present; needs nothing else.
+#   scripts/install-deps.sh            build + test + lab packages, node-gyp
 set -euo pipefail
 
 packages=(
@@ -8,6 +10,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libtbb-dev libcli11-dev nlohmann-json3-dev
   python3 python3-matplotlib
+  make  # node-gyp generates Makefiles
   chromium  # tests/lab/report renders the lab's results/index.html in headless Chromium
 )
 missing=()
@@ -17,19 +20,35 @@ for package in "${packages[@]}"; do
   fi
 done
 # Node.js (for the Node-API bridge) may come from Debian or elsewhere: only install it when absent.
+# Debian's nodejs has no npm (nodesource's has): add Debian's npm then too.
 if ! command -v node >/dev/null 2>&1; then
-  missing+=(nodejs libnode-dev)
-fi
-
-if ((${#missing[@]} == 0)); then
-  exit 0
+  missing+=(nodejs libnode-dev npm)
 fi
 
 sudo_prefix=()
 if [[ $(id -u) -ne 0 ]]; then
   sudo_prefix=(sudo)
 fi
-echo "xthread: installing Debian packages: ${missing[*]}" >&2
-export DEBIAN_FRONTEND=noninteractive
-"${sudo_prefix[@]}" apt-get update -qq
-"${sudo_prefix[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+if ((${#missing[@]} > 0)); then
+  echo "xthread: installing Debian packages: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  "${sudo_prefix[@]}" apt-get update -qq
+  "${sudo_prefix[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# node-gyp 11 supports Node ^18.17 || >=20.5 and Python 3.11 (node-gyp 12 needs Node >= 20.17, 13 Node 22).
+node_gyp_major=11
+if ! command -v node-gyp >/dev/null 2>&1; then
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "xthread: npm not found, cannot install node-gyp (install Node.js with npm)" >&2
+    exit 1
+  fi
+  echo "xthread: installing node-gyp@$node_gyp_major from the npm registry (npm install -g)" >&2
+  "${sudo_prefix[@]}" npm install -g --no-audit --no-fund --loglevel=error "node-gyp@$node_gyp_major"
+  hash -r
+  if ! command -v node-gyp >/dev/null 2>&1; then
+    echo "xthread: node-gyp was installed but is not on PATH (npm's global bin: $(npm prefix -g)/bin)" >&2
+    exit 1
+  fi
+fi
