@@ -6,7 +6,7 @@
 //   'include_dirs': ["<!@(node -p \"require('xthread-napi').include\")"]       // the same (note the @)
 const path = require('node:path');
 
-// Absolute path of the folder holding xthread_napi/js_function.hpp and xthread/errors.hpp.
+// Absolute path of the folder holding xthread_napi/js_function.hpp and the core headers it includes.
 const include_dir = path.join(__dirname, 'include');
 
 module.exports = {

@@ -4,7 +4,7 @@
 #
 #   napi/examples/test-from-tarball.sh
 #
-# 1. npm pack in napi/ into a temp folder (prepack stages xthread/errors.hpp, postpack removes it); the
+# 1. npm pack in napi/ into a temp folder (prepack stages the core headers, postpack removes them); the
 #    tarball must hold exactly the expected files;
 # 2. a copy of the example installs the tarball (npm install --offline);
 # 3. node-gyp rebuild --nodedir=/usr (the headers of the installed Node, nothing downloaded), node test.mjs;
@@ -39,12 +39,11 @@ say "npm pack in $napi"
 tarball="$(ls "$tmp"/xthread-napi-*.tgz 2>/dev/null | head -n1)"
 [[ -n "$tarball" ]] || die "npm pack wrote no xthread-napi-*.tgz"
 
-expected="package/README.md
-package/include/xthread/errors.hpp
-package/include/xthread_napi/js_function.hpp
-package/index.js
-package/package.json
-package/xthread_napi.gyp"
+expected="$( {
+  printf '%s\n' package/README.md package/include/xthread_napi/js_function.hpp package/index.js \
+    package/package.json package/xthread_napi.gyp
+  node "$napi/scripts/stage-headers.mjs" list | sed 's|^|package/include/|'
+} | LC_ALL=C sort)"
 actual="$(tar -tzf "$tarball" | LC_ALL=C sort)"
 if [[ "$actual" != "$expected" ]]; then
   say "the tarball's files differ from the expected list (< expected, > tarball):"

@@ -1,19 +1,21 @@
 // npm pack helper for xthread-napi (napi/package.json's prepack and postpack).
 //
-//   node scripts/stage-headers.mjs stage   copies ../include/xthread/errors.hpp into include/xthread/, so
-//                                          the package's one include folder holds both headers
-//   node scripts/stage-headers.mjs clean   removes that copy again (include/xthread/ is gitignored)
+//   node scripts/stage-headers.mjs stage   copies the core headers the bridge includes (<xthread/...>,
+//                                          followed transitively from js_function.hpp) from the
+//                                          repository's include/ into include/xthread/, so the package's one
+//                                          include folder holds everything it needs
+//   node scripts/stage-headers.mjs clean   removes include/xthread/ again (it is gitignored)
+//   node scripts/stage-headers.mjs list    prints the staged headers' paths relative to include/, one per line
 //
-// js_function.hpp includes <xthread/errors.hpp>, which lives in the repository's root include/. A failed
-// stage exits 1, which makes npm pack fail instead of writing a tarball without the header.
-import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, rmdirSync } from 'node:fs';
+// A failed stage exits 1, which makes npm pack fail instead of writing a tarball that does not compile.
+import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const napi = join(dirname(fileURLToPath(import.meta.url)), '..');
-const source = join(napi, '..', 'include', 'xthread', 'errors.hpp');
-const stagedDir = join(napi, 'include', 'xthread');
-const staged = join(stagedDir, 'errors.hpp');
+const coreInclude = join(napi, '..', 'include');
+const packageInclude = join(napi, 'include');
+const bridgeHeader = join(packageInclude, 'xthread_napi', 'js_function.hpp');
 const shown = (p) => relative(process.cwd(), p) || '.';
 
 function fail(message) {
@@ -21,25 +23,43 @@ function fail(message) {
   process.exit(1);
 }
 
+// The core headers (paths under include/, e.g. "xthread/errors.hpp") that `file` includes, transitively.
+function coreHeadersOf(file, found = new Set()) {
+  const text = readFileSync(file, 'utf8');
+  for (const match of text.matchAll(/^\s*#\s*include\s*[<"](xthread\/[^>"]+)[>"]/gm)) {
+    const header = match[1];
+    if (found.has(header)) continue;
+    const source = join(coreInclude, header);
+    if (!existsSync(source)) {
+      fail(`cannot stage the headers: ${shown(file)} includes <${header}>, but ${shown(source)} does not exist. ` +
+           'Pack from napi/ inside the xthread repository.');
+    }
+    found.add(header);
+    coreHeadersOf(source, found);
+  }
+  return found;
+}
+
 const action = process.argv[2];
-if (action === 'stage') {
-  if (!existsSync(source)) {
-    fail(`cannot stage the headers: ${shown(source)} not found. Pack from napi/ inside the xthread ` +
-         'repository (js_function.hpp needs the core\'s xthread/errors.hpp).');
+if (action === 'stage' || action === 'list') {
+  if (!existsSync(bridgeHeader)) fail(`cannot stage the headers: ${shown(bridgeHeader)} is missing`);
+  const headers = [...coreHeadersOf(bridgeHeader)].sort();
+  if (action === 'list') {
+    process.stdout.write(headers.map((h) => `${h}\n`).join(''));
+  } else {
+    try {
+      for (const header of headers) {
+        mkdirSync(dirname(join(packageInclude, header)), { recursive: true });
+        copyFileSync(join(coreInclude, header), join(packageInclude, header));
+      }
+    } catch (error) {
+      fail(`cannot stage the headers: ${error.message}`);
+    }
+    console.error(`xthread-napi: staged ${headers.join(', ')} from ${shown(coreInclude)} into ` +
+                  `${shown(packageInclude)} (removed again by postpack)`);
   }
-  try {
-    mkdirSync(stagedDir, { recursive: true });
-    copyFileSync(source, staged);
-  } catch (error) {
-    fail(`cannot stage the headers: copying ${shown(source)} to ${shown(staged)} failed: ${error.message}`);
-  }
-  if (!existsSync(join(napi, 'include', 'xthread_napi', 'js_function.hpp'))) {
-    fail('cannot stage the headers: include/xthread_napi/js_function.hpp is missing');
-  }
-  console.error(`xthread-napi: staged ${shown(source)} as ${shown(staged)} (removed again by postpack)`);
 } else if (action === 'clean') {
-  rmSync(staged, { force: true });
-  if (existsSync(stagedDir) && readdirSync(stagedDir).length === 0) rmdirSync(stagedDir);
+  rmSync(join(packageInclude, 'xthread'), { recursive: true, force: true });
 } else {
-  fail('usage: node scripts/stage-headers.mjs stage|clean');
+  fail('usage: node scripts/stage-headers.mjs stage|clean|list');
 }

@@ -72,7 +72,8 @@ void Run(xthread_napi::JsFunction<std::int64_t(std::int64_t)> transform,
     message = e.what();
   }
   try {
-    settle.call(ok, sum, message);  // queued to the JS thread; never blocks, the future is not needed
+    // Queued to the JS thread; never blocks. The future is not needed: Settle reports to JS.
+    (void)settle.call(ok, sum, message);
   } catch (const xthread_napi::ClosedError&) {
   }
 }
