@@ -89,7 +89,7 @@ test('xcall --impl bridge,raw: both implementations per point, same load record'
   try {
     const file = join(dir, 'out.json');
     const r = spawnSync(process.execPath, [XCALL, '--impl', 'bridge,raw', '--case', '1,2', '--load', 'idle,heavy',
-                                           '--calls', '4', '--warmup', '1', '--json', file],
+                                           '--calls', '5', '--warmup', '1', '--json', file],
                         { encoding: 'utf8', timeout: 50_000, env: { ...process.env, XTHREAD_NAPI_ADDON: addonPath } });
     assert.equal(r.status, 0, r.stderr);
     assert.match(r.stdout, /node-api-raw/);
@@ -98,6 +98,14 @@ test('xcall --impl bridge,raw: both implementations per point, same load record'
     const keys = doc.points.map((p) => `${p.implementation} ${p.case} ${p.load}`).sort();
     assert.deepEqual(keys, ['node-api 1 heavy', 'node-api 1 idle', 'node-api 2 heavy', 'node-api 2 idle',
                             'node-api-raw 1 heavy', 'node-api-raw 1 idle', 'node-api-raw 2 heavy', 'node-api-raw 2 idle']);
+    // Each point's 5 calls run in 4 blocks (2 + 1 + 1 + 1), the implementations interleaved A B B A: the
+    // merged samples hold every measured call once, and the CPU per call covers them.
+    for (const p of doc.points) {
+      assert.equal(p.calls, 5);
+      assert.equal(p.samples.total_ns.length, 5, `${p.implementation} ${p.case} ${p.load}`);
+      assert.equal(p.total_us.count, 5);
+      assert.ok(p.cpu_us_per_call > 0, `${p.implementation} cpu ${p.cpu_us_per_call}`);
+    }
     assert.equal(doc.loads.length, 1);
     assert.equal(doc.loads[0].target_ms, 7);
     const bad = spawnSync(process.execPath, [XCALL, '--impl', 'fast'], { encoding: 'utf8' });
