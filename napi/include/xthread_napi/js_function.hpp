@@ -561,8 +561,9 @@ inline bool& this_thread_runs_js() noexcept {
 // at once. Measured with the lab (napi/lab, 9 interleaved runs on a 2-CPU VM, p50 against the bare TSFN
 // with a condition-variable wait): polling cut the back-to-back round trip to the main thread or a Worker
 // from 27 to 7-9 us and the idle one (random gaps) by ~9 %, where a kernel wake-up costs 9-12 us; but
-// polling even 4 us before parking made the nested case (C++ thread -> Worker -> main thread, ~55 us)
-// 2.4x slower, so slow round trips are not polled for at all.
+// polling before parking in the nested case (C++ thread -> Worker -> main thread, 40-110 us) made it
+// slower: 2.4x with a 4 us poll, 1.3-1.6x with a single 64-pause check. So a slow round trip is not
+// polled for at all, not even briefly.
 inline constexpr std::chrono::nanoseconds kMaxCallerSpin{std::chrono::microseconds{30}};
 
 // A call whose caller blocks until it is done. Made on the heap with two references (the caller's and
@@ -626,8 +627,10 @@ class SyncCall final : public CallBase {
   bool spin_then_check(const xthread::detail::AdaptiveSpin& spin) noexcept {
     // acquire: pairs with finish()'s release store, which published outcome_.
     const auto done = [this] { return done_.load(std::memory_order_acquire); };
-    if (this_thread_runs_js()) return done();
-    return xthread::detail::spin_until(done, spin.budget());
+    const std::chrono::nanoseconds budget = spin.budget();
+    // Not even a short poll when the budget is zero: see kMaxCallerSpin.
+    if (budget.count() == 0 || this_thread_runs_js()) return done();
+    return xthread::detail::spin_until(done, budget);
   }
   // The first completion wins; a later one is dropped. Moving R may throw (a user Convert<T> type): that
   // exception becomes the call's error, never std::terminate. The finisher holds a reference of its own
