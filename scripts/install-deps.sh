@@ -20,9 +20,14 @@ for package in "${packages[@]}"; do
   fi
 done
 # Node.js (for the Node-API bridge) may come from Debian or elsewhere: only install it when absent.
-# Debian's nodejs has no npm (nodesource's has): add Debian's npm then too.
+# Debian's nodejs has no npm (nodesource's has): add Debian's npm whenever npm is missing, also on a
+# machine where an older version of this script installed nodejs alone. (Debian's npm brings Debian's
+# node-gyp; then the npm-registry install below is skipped.)
 if ! command -v node >/dev/null 2>&1; then
-  missing+=(nodejs libnode-dev npm)
+  missing+=(nodejs libnode-dev)
+fi
+if ! command -v npm >/dev/null 2>&1; then
+  missing+=(npm)
 fi
 
 sudo_prefix=()
@@ -45,7 +50,8 @@ if ! command -v node-gyp >/dev/null 2>&1; then
     exit 1
   fi
   echo "xthread: installing node-gyp@$node_gyp_major from the npm registry (npm install -g)" >&2
-  "${sudo_prefix[@]}" npm install -g --no-audit --no-fund --loglevel=error "node-gyp@$node_gyp_major"
+  # env PATH=...: sudo's secure_path would hide an npm installed outside /usr/bin (nvm, volta).
+  "${sudo_prefix[@]}" env "PATH=$PATH" npm install -g --no-audit --no-fund --loglevel=error "node-gyp@$node_gyp_major"
   hash -r
   if ! command -v node-gyp >/dev/null 2>&1; then
     echo "xthread: node-gyp was installed but is not on PATH (npm's global bin: $(npm prefix -g)/bin)" >&2

@@ -19,7 +19,7 @@ const USAGE = `usage: node napi/lab/xcall.mjs [options]
   --work LIST       extra busy time of the concatenating callee: 0, 100us, 2ms, 500ns (bare number = us); default 0
   --impl LIST       bridge (xthread_napi::JsFunction), raw (bare napi_threadsafe_function + C++ condition
                     variable); default bridge. Each point's calls run in 4 blocks, the implementations
-                    interleaved A B B A, after 300 unrecorded calls per case and implementation
+                    interleaved (A B, B A, B A, A B), after 300 unrecorded calls per case and implementation
   --calls N         measured calls per point (default 500 idle, 300 under load)
   --warmup N        unmeasured calls before each point (default 10)
   --hot             back-to-back calls (default: random gap before each call, 0-200 us idle, 0-8 ms under load)
@@ -41,7 +41,8 @@ const DEFAULT_WARMUP = 10;
 // per-point warm-up (10 calls), whichever implementation ran first at a case-3 point measured 1.3-2x
 // slower (p50) than the one after it, in either order.
 const JIT_WARMUP_CALLS = 300;
-// Each point's calls are made in this many blocks, implementations in A B B A order (then A B B A again),
+// Each point's calls are made in this many blocks, the implementations' order alternating A B, B A, B A,
+// A B (fewer calls than blocks: fewer blocks, from the left),
 // and the blocks' samples merged, so drift during a point (CPU frequency, the VM's scheduling mode) and
 // going first or second weigh on every implementation alike.
 const BLOCKS = 4;

@@ -48,6 +48,8 @@ if (action === 'stage' || action === 'list') {
     process.stdout.write(headers.map((h) => `${h}\n`).join(''));
   } else {
     try {
+      // Start from an empty folder: a header left by an interrupted pack must not ship (files: include/xthread/).
+      rmSync(join(packageInclude, 'xthread'), { recursive: true, force: true });
       for (const header of headers) {
         mkdirSync(dirname(join(packageInclude, header)), { recursive: true });
         copyFileSync(join(coreInclude, header), join(packageInclude, header));

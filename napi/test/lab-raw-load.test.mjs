@@ -98,7 +98,7 @@ test('xcall --impl bridge,raw: both implementations per point, same load record'
     const keys = doc.points.map((p) => `${p.implementation} ${p.case} ${p.load}`).sort();
     assert.deepEqual(keys, ['node-api 1 heavy', 'node-api 1 idle', 'node-api 2 heavy', 'node-api 2 idle',
                             'node-api-raw 1 heavy', 'node-api-raw 1 idle', 'node-api-raw 2 heavy', 'node-api-raw 2 idle']);
-    // Each point's 5 calls run in 4 blocks (2 + 1 + 1 + 1), the implementations interleaved A B B A: the
+    // Each point's 5 calls run in 4 blocks (2 + 1 + 1 + 1), the implementations interleaved (A B, B A, B A, A B): the
     // merged samples hold every measured call once, and the CPU per call covers them.
     for (const p of doc.points) {
       assert.equal(p.calls, 5);

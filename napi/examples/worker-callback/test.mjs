@@ -42,4 +42,4 @@ assert.throws(() => sumTransformed(42, 0, 1), { name: 'TypeError', message: /mus
 assert.throws(() => sumTransformed(() => 0, 'a', 1), { name: 'TypeError', message: /usage/ });
 
 console.log('worker-callback example: ok');
-// Every thread has been joined and every JsFunction released: the process exits by itself.
+// Every thread has ended and every JsFunction is released: the process exits by itself.

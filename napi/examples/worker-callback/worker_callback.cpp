@@ -6,7 +6,8 @@
 // thread, and sums the results. transform may be async: the bridge awaits its Promise. If transform throws
 // (or its Promise rejects), the thread catches xthread_napi::JsError and the Promise is rejected. The result
 // goes back to JS through a second JsFunction, a native `settle` function that settles the Promise on
-// the JS thread and joins the finished thread.
+// the JS thread. The thread is detached: it touches nothing but the two JsFunctions, which stay safe to
+// call (they throw ClosedError) even after the environment is gone, so it always ends by itself.
 #if __cplusplus < 202002L
 #error "xthread-napi needs C++20: use the gyp dependency, or add -std=c++20 to cflags_cc"
 #endif
@@ -28,7 +29,6 @@ void check(napi_status status, const char* call) {
 
 struct Job {
   napi_deferred deferred = nullptr;
-  std::thread worker;
 };
 
 // JS thread, called once per job through a JsFunction: settle(ok, sum, message).
@@ -47,7 +47,6 @@ napi_value Settle(napi_env env, napi_callback_info info) {
     napi_create_error(env, nullptr, argv[2], &error);
     napi_reject_deferred(env, job->deferred, error);
   }
-  job->worker.join();  // its last act was queueing this call: it has ended or is about to
   return nullptr;
 }
 
@@ -64,8 +63,8 @@ void Run(xthread_napi::JsFunction<std::int64_t(std::int64_t)> transform,
     ok = false;
     message = "transform threw " + (e.name().empty() ? std::string("a value") : e.name()) + ": " + e.what();
   } catch (const xthread_napi::ClosedError&) {
-    // The environment is going away (process exit, Worker end): nobody is left to tell, and the Job
-    // (its deferred and this thread's std::thread object) is left to the environment's end.
+    // The environment is going away (process exit, Worker end): nobody is left to tell. The thread
+    // ends here; the Job (one napi_deferred of a dead environment) is not freed, as Settle never runs.
     return;
   } catch (const std::exception& e) {  // ConversionError (transform returned a non-integer), NapiError
     ok = false;
@@ -98,8 +97,8 @@ napi_value SumTransformed(napi_env env, napi_callback_info info) {
           "napi_create_function");
     xthread_napi::JsFunction<void(bool, std::int64_t, std::string)> settle(env, settle_fn);
     check(napi_create_promise(env, &job->deferred, &promise), "napi_create_promise");
-    // Settle cannot run before this callback returns (it runs on this thread), so job->worker is set.
-    job->worker = std::thread(Run, std::move(transform), std::move(settle), range[0], range[1]);
+    // Settle cannot run before this callback returns (it runs on this thread), so the Job is complete.
+    std::thread(Run, std::move(transform), std::move(settle), range[0], range[1]).detach();
   } catch (const xthread_napi::ConversionError&) {
     napi_throw_type_error(env, nullptr, "sumTransformed: transform must be a function");
     return nullptr;

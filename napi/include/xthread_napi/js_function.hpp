@@ -548,9 +548,9 @@ struct Outcome {
   }
 };
 
-// Marks the calling thread as one that runs JS (it made a JsFunction, or ran a call). A JS thread blocked
-// in call_sync() never polls: it parks at once and leaves its CPU to the thread it waits for (the design
-// rule; a JS thread should rarely block at all).
+// Marks the calling thread as one that runs JS (it made a JsFunction, or ran a call): such a thread
+// blocked in call_sync() never polls, it parks at once and leaves its CPU to the thread it waits for (a
+// design rule; a JS thread should rarely block at all). A JS thread that did neither is not recognized.
 inline bool& this_thread_runs_js() noexcept {
   thread_local bool runs_js = false;
   return runs_js;
@@ -560,7 +560,7 @@ inline bool& this_thread_runs_js() noexcept {
 // kMaxCallerSpin, and then for about twice that round trip; otherwise (and for its first call) it parks
 // at once. Measured with the lab (napi/lab, 9 interleaved runs on a 2-CPU VM, p50 against the bare TSFN
 // with a condition-variable wait): polling cut the back-to-back round trip to the main thread or a Worker
-// from 27 to 7-9 us and the idle one (random gaps) by ~9 %, where a kernel wake-up costs 9-12 us; but
+// from 27 to 7-9 us and the idle one (random gaps) by 5-9 %, where a kernel wake-up costs 8-12 us; but
 // polling before parking in the nested case (C++ thread -> Worker -> main thread, 40-110 us) made it
 // slower: 2.4x with a 4 us poll, 1.3-1.6x with a single 64-pause check. So a slow round trip is not
 // polled for at all, not even briefly.
@@ -634,7 +634,10 @@ class SyncCall final : public CallBase {
   }
   // The first completion wins; a later one is dropped. Moving R may throw (a user Convert<T> type): that
   // exception becomes the call's error, never std::terminate. The finisher holds a reference of its own
-  // (the queue's, or the pending list's lock keeps the call alive), so notifying after done_ is safe.
+  // while it notifies, so the caller's release() can never free the call under it: the queue's reference
+  // (run, settle_js, and call_js / environment_exiting's fail(), which all run on the one JS thread that
+  // also drops that reference), or the pending list's lock (fail_awaiting from any thread: the reference
+  // goes only after unlink(), which waits for that lock). A new caller of fail() must keep this true.
   void finish(Outcome<R>&& outcome) noexcept {
     // acq_rel: exactly one completion claims the call, and every later one sees the claim.
     if (claimed_.exchange(true, std::memory_order_acq_rel)) return;
