@@ -592,4 +592,26 @@ void LoopCore::end_wait(LoopCore& caller) noexcept {
   caller.waiting_for_ = nullptr;
 }
 
+void CancellableTask::run(LoopCore& core) noexcept {
+  const std::shared_ptr<CancellableTask> keep = std::move(self_while_queued);  // alive until we return
+  std::uint32_t expected = kQueued;
+  // acq_rel: the start and cancel() are ordered by this one RMW (see the phase protocol).
+  if (phase.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    try {
+      function();
+    } catch (...) {
+      core.report_error(std::current_exception());
+    }
+    phase.store(kFinished, std::memory_order_release);  // release: pending()/cancel() after this see the run's effects
+  }
+  function.reset();  // run or cancelled, the captures go on the loop thread
+}
+
+void CancellableTask::discard() noexcept {
+  const std::shared_ptr<CancellableTask> keep = std::move(self_while_queued);
+  std::uint32_t expected = kQueued;
+  phase.compare_exchange_strong(expected, kDiscarded, std::memory_order_acq_rel, std::memory_order_acquire);
+  function.reset();
+}
+
 }  // namespace xthread::detail

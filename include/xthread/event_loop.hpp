@@ -5,11 +5,16 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <future>
+#include <optional>
 #include <stdexcept>
 #include <memory>
 #include <type_traits>
 #include <utility>
 
+#include "xthread/errors.hpp"
+#include "xthread/priority.hpp"
+#include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_core.hpp"
 
 namespace xthread {
@@ -43,6 +48,110 @@ class Timer {
   explicit Timer(std::shared_ptr<detail::TimerState> state) : state_(std::move(state)) {}
   std::shared_ptr<detail::TimerState> state_;
 };
+
+/// Handle to a task posted with EventLoop::post_cancellable (OpenHarmony's RemoveTask). Copyable;
+/// destroying a handle does NOT cancel the task. Thread rule: every member may be called from any
+/// thread, the loop's own included (one task may cancel another).
+class TaskHandle {
+ public:
+  /// An empty handle, also what post_cancellable returns once the loop has stopped.
+  TaskHandle() = default;
+
+  /// True when this call prevented the run: the task had not started, and now never will. False when
+  /// it already started (it may still be running, cancel() does not wait), was cancelled before, or
+  /// was discarded because the loop stopped. A cancelled task's callable is destroyed on the loop
+  /// thread when the loop reaches it in its queue (it counts in stats().pending until then).
+  /// Memory ordering: cancel() and the loop's start of the task are decided by one atomic
+  /// read-modify-write; whichever comes second sees the first.
+  bool cancel() noexcept { return state_ && state_->cancel(); }
+
+  /// Any thread. True while the task is queued: not started, not cancelled, not discarded.
+  [[nodiscard]] bool pending() const noexcept {
+    return state_ && state_->phase.load(std::memory_order_acquire) == detail::CancellableTask::kQueued;
+  }
+
+  /// False for an empty handle (the loop had stopped, and the task was destroyed without running).
+  explicit operator bool() const noexcept { return state_ != nullptr; }
+
+ private:
+  friend class EventLoop;
+  explicit TaskHandle(std::shared_ptr<detail::CancellableTask> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::CancellableTask> state_;
+};
+
+namespace detail {
+
+/// EventLoop::invoke's queued call: owns the callable and the promise; deletes itself.
+template <class F, class R>
+class InvokeTask final : public LoopTask {
+ public:
+  template <class G>
+  InvokeTask(G&& function, std::promise<R>&& promise) : function_(std::forward<G>(function)), promise_(std::move(promise)) {}
+  void run(LoopCore& /*core*/) noexcept override {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        function_();
+        promise_.set_value();
+      } else {
+        promise_.set_value(function_());  // a throwing move of R lands in the catch below
+      }
+    } catch (...) {
+      promise_.set_exception(callee_exception());  // a ClosedError from inside becomes NestedClosedError
+    }
+    delete this;
+  }
+  void discard() noexcept override {
+    promise_.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped before the invoked function ran")));
+    delete this;
+  }
+
+ private:
+  F function_;
+  std::promise<R> promise_;
+};
+
+/// EventLoop::invoke_sync's call in flight: lives on the waiting caller's stack.
+template <class F, class R>
+class SyncInvokeTask final : public LoopTask {
+ public:
+  SyncInvokeTask(F&& function, LoopCore* caller_loop) : function_(std::forward<F>(function)), caller_loop_(caller_loop) {}
+  void run(LoopCore& /*core*/) noexcept override {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        std::forward<F>(function_)();
+      } else {
+        result_.emplace(std::forward<F>(function_)());
+      }
+    } catch (...) {
+      error_ = callee_exception();
+    }
+    finish();
+  }
+  void discard() noexcept override {
+    error_ = std::make_exception_ptr(ClosedError("EventLoop stopped before the invoked function ran"));
+    finish();
+  }
+  /// Caller thread: blocks until run() or discard() finished, then gives the value or rethrows.
+  R take() {
+    done_.wait();
+    if (error_) std::rethrow_exception(error_);
+    if constexpr (!std::is_void_v<R>) return std::move(*result_);
+  }
+
+ private:
+  void finish() noexcept {
+    if (caller_loop_ != nullptr) LoopCore::end_wait(*caller_loop_);  // before the caller resumes
+    done_.set();  // last touch of *this: the caller's frame may end right after
+  }
+
+  F&& function_;            // the caller's callable, in its frame
+  LoopCore* caller_loop_;   // the caller's own loop when it is a loop thread (deadlock detection)
+  std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result_;
+  std::exception_ptr error_;
+  OneShotEvent done_;
+};
+
+}  // namespace detail
 
 /// A single-threaded event loop: tasks posted from any thread run one at a time on the thread that
 /// calls run() (e.g. main()), in priority order, plus timers.
@@ -121,6 +230,72 @@ class EventLoop {
     if (core_->post(node, priority)) return true;
     node->discard();
     return false;
+  }
+
+  /// Any thread. Like post(), and returns a TaskHandle whose cancel() removes the task before it
+  /// starts (see TaskHandle). Once the loop has stopped, returns an empty handle (and destroys `task`).
+  template <class F>
+  [[nodiscard]] TaskHandle post_cancellable(F&& task, Priority priority = Priority::normal) {
+    if (core_->closed()) return TaskHandle();
+    auto node = std::make_shared<detail::CancellableTask>();
+    node->function = detail::UniqueFunction<void()>(std::forward<F>(task));
+    node->self_while_queued = node;
+    if (core_->post(node.get(), priority)) return TaskHandle(std::move(node));
+    node->discard();
+    return TaskHandle();
+  }
+
+  /// Any thread. Queues `function` (a callable taking no arguments, move-only allowed) like post(),
+  /// and returns a future for its value or exception: a ClosedError escaping the function arrives as
+  /// NestedClosedError; ClosedError itself means the function never ran (the loop had stopped, or
+  /// stopped before reaching it). On the loop's own thread it is queued too (never run inline): do not
+  /// wait for the future there. Memory ordering: as post(); everything the function did is visible once
+  /// the future is ready.
+  template <class F, class R = std::invoke_result_t<std::decay_t<F>&>>
+  [[nodiscard]] std::future<R> invoke(F&& function, Priority priority = Priority::normal) {
+    static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke: return a value, not a reference");
+    std::promise<R> promise;
+    std::future<R> future = promise.get_future();
+    if (core_->closed()) {
+      promise.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped")));
+      return future;
+    }
+    auto* node = new detail::InvokeTask<std::decay_t<F>, R>(std::forward<F>(function), std::move(promise));
+    if (!core_->post(node, priority)) node->discard();  // the future gets ClosedError
+    return future;
+  }
+
+  /// Any thread. Runs `function` on the loop thread and waits for its value; rethrows its exception
+  /// (a ClosedError escaping it as NestedClosedError), ClosedError when it never ran (the loop had
+  /// stopped, or stopped before reaching it), or WouldDeadlockError when called on a loop thread whose
+  /// call would close a cycle of loops waiting for each other (as ThreadSafeFunction::call_sync). On
+  /// the loop's own thread it runs inline, at once, ahead of every queued task. The function is not
+  /// copied or moved: it runs from the caller's frame. No heap allocation.
+  /// Memory ordering: everything the caller did before is visible to the function; everything the
+  /// function did is visible to the caller when invoke_sync returns.
+  template <class F, class R = std::invoke_result_t<F&&>>
+  R invoke_sync(F&& function, Priority priority = Priority::normal) {
+    static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke_sync: return a value, not a reference");
+    if (core_->in_loop_thread()) {
+      try {
+        return std::forward<F>(function)();
+      } catch (const ClosedError& inner) {
+        throw NestedClosedError(inner.what());  // the function did run
+      }
+    }
+    if (core_->closed()) throw ClosedError("EventLoop stopped");
+    detail::LoopCore* const caller_loop = detail::LoopCore::current();
+    if (caller_loop != nullptr && !detail::LoopCore::begin_wait(*caller_loop, *core_)) {
+      throw WouldDeadlockError(
+          "EventLoop::invoke_sync from a loop thread into a loop that is itself blocked in a synchronous call "
+          "back into the caller's loop (directly or through other loops)");
+    }
+    detail::SyncInvokeTask<F, R> node(std::forward<F>(function), caller_loop);
+    if (!core_->post(&node, priority)) {
+      if (caller_loop != nullptr) detail::LoopCore::end_wait(*caller_loop);
+      throw ClosedError("EventLoop stopped");
+    }
+    return node.take();
   }
 
   /// Any thread. Runs `task` once on the loop thread when `delay` has passed, as a task of

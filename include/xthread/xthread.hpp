@@ -1,9 +1,11 @@
-// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, EventLoop / LoopThread, ThreadSafeFunction, errors.
+// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, EventLoop / LoopThread (Priority, TaskHandle),
+// ThreadSafeFunction, errors.
 #pragma once
 
 #include "xthread/errors.hpp"
 #include "xthread/event_loop.hpp"
 #include "xthread/loop_thread.hpp"
+#include "xthread/priority.hpp"
 #include "xthread/task_group.hpp"
 #include "xthread/thread_pool.hpp"
 #include "xthread/thread_safe_function.hpp"

@@ -14,14 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "xthread/priority.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 #include "xthread/detail/unique_function.hpp"
-
-namespace xthread {
-/// Task priorities, most urgent first. See EventLoop for the loop's exact order.
-enum class Priority : std::uint8_t { immediate, high, normal, low, idle };
-}  // namespace xthread
 
 namespace xthread::detail {
 
@@ -83,6 +79,31 @@ class TimerState final : public LoopTask {
   std::weak_ptr<LoopCore> loop;                     // set once by add_timer, before anyone else sees it
 
   static constexpr std::size_t kNotInHeap = static_cast<std::size_t>(-1);
+};
+
+/// A task posted with EventLoop::post_cancellable, shared by its TaskHandles and (while queued) by
+/// itself through `self_while_queued`.
+///
+/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
+/// queued → running (the loop, just before the function) → finished; queued → cancelled (cancel(),
+/// any thread); queued → discarded (the loop stopped before reaching it). The function starts only
+/// by winning queued → running, so once cancel() has stored `cancelled` it never starts.
+class CancellableTask final : public LoopTask {
+ public:
+  enum Phase : std::uint32_t { kQueued, kRunning, kFinished, kCancelled, kDiscarded };
+
+  void run(LoopCore& core) noexcept override;
+  void discard() noexcept override;
+  /// Any thread. True when it won queued → cancelled.
+  bool cancel() noexcept {
+    std::uint32_t expected = kQueued;
+    // acq_rel: one RMW on phase decides between cancel() and the loop's start; the second sees the first.
+    return phase.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
+  std::atomic<std::uint32_t> phase{kQueued};
+  UniqueFunction<void()> function;                       // run and destroyed on the loop thread
+  std::shared_ptr<CancellableTask> self_while_queued;    // set before posting; taken by run()/discard()
 };
 
 struct LoopStats {
