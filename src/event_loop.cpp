@@ -69,6 +69,19 @@ void LoopCore::TaskList::push_front_list(TaskList other) noexcept {
   head = other.head;
 }
 
+void LoopCore::TaskList::insert_after(std::size_t skip, TaskList other) noexcept {
+  if (other.empty()) return;
+  if (skip == 0) {
+    push_front_list(other);
+    return;
+  }
+  LoopTask* before = head;
+  for (std::size_t i = 1; i < skip; ++i) before = before->next;
+  other.tail->next = before->next;
+  before->next = other.head;
+  if (tail == before) tail = other.tail;
+}
+
 void LoopCore::TaskList::append(TaskList other) noexcept {
   if (other.empty()) return;
   if (tail == nullptr) {
@@ -310,14 +323,22 @@ bool LoopCore::claim_wake() noexcept {
   return true;
 }
 
-bool LoopCore::post(LoopTask* task, Priority priority) noexcept {
+bool LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
   const auto level = std::min(static_cast<std::size_t>(priority), kLevels - 1);
   MutexLock lock(mutex_);
   if (closed_.load(std::memory_order_relaxed)) return false;  // relaxed: written under mutex_
-  queues_[level].push_back(task);
+  std::uint32_t bits = 1u << level;
+  if (at_front) {
+    task->next = nullptr;
+    queues_[level].push_front_list(TaskList{task, task});
+    ++fronts_[level];
+    bits |= front_bit(level);
+  } else {
+    queues_[level].push_back(task);
+  }
   ++counts_[level];
   // release: the spinning loop thread acquires this bit and then takes the mutex anyway.
-  nonempty_.fetch_or(1u << level, std::memory_order_release);
+  nonempty_.fetch_or(bits, std::memory_order_release);
   const bool wake = claim_wake();
   lock.unlock();
   if (wake) futex_wake_one(park_word_);
@@ -361,6 +382,7 @@ LoopCore::Leftovers LoopCore::take_everything() noexcept {
   Leftovers leftovers;
   leftovers.queues = std::exchange(queues_, {});
   counts_ = {};
+  fronts_ = {};
   leftovers.timers[0] = std::move(new_timers_);
   new_timers_.clear();
   leftovers.cancelled = std::move(cancelled_head_);
@@ -406,10 +428,11 @@ LoopStats LoopCore::stats() const {
 }
 
 void LoopCore::run_tasks(TaskList batch, std::size_t count, std::size_t level) {
-  // Between two tasks the rest of the batch goes back to the front of its queue when a more urgent
-  // level has work, a timer is due, timers were added or cancelled, or stop() was called; the main
-  // loop then queues due timers and picks the most urgent work again.
-  const std::uint32_t interrupting = ((1u << level) - 1u) | kTimersBit;
+  // Between two tasks the rest of the batch goes back to the front of its queue (behind any at_front
+  // task of this level) when a more urgent level has work, an at_front task of this level arrived, a
+  // timer is due, timers were added or cancelled, or stop() was called; the main loop then queues due
+  // timers and picks the most urgent work again.
+  const std::uint32_t interrupting = ((1u << level) - 1u) | kTimersBit | front_bit(level);
   for (LoopTask* task = batch.head; task != nullptr;) {
     LoopTask* next = task->next;
     task->run(*this);  // may dispose of the task: `next` was read first
@@ -421,12 +444,20 @@ void LoopCore::run_tasks(TaskList batch, std::size_t count, std::size_t level) {
     if ((nonempty_.load(std::memory_order_acquire) & interrupting) != 0 ||
         stop_requested_.load(std::memory_order_acquire) || timer_due_now()) {
       MutexLock lock(mutex_);
-      queues_[level].push_front_list(TaskList{task, batch.tail});
-      counts_[level] += count;  // counted, never walked: a big batch costs nothing here
-      nonempty_.fetch_or(1u << level, std::memory_order_relaxed);  // relaxed: under mutex_
+      give_back_locked(level, TaskList{task, batch.tail}, count);
       return;
     }
   }
+}
+
+void LoopCore::give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept {
+  // Walks only the at_front tasks queued since the batch was taken (usually none or one); the batch
+  // itself is counted, never walked, so a big batch costs nothing here.
+  queues_[level].insert_after(fronts_[level], rest);
+  counts_[level] += count;
+  // relaxed: under mutex_. The front bit is spent: the next take runs the at_front tasks first.
+  nonempty_.fetch_or(1u << level, std::memory_order_relaxed);
+  nonempty_.fetch_and(~front_bit(level), std::memory_order_relaxed);
 }
 
 void LoopCore::leave_run(bool stopped) noexcept {
@@ -508,18 +539,20 @@ void LoopCore::run() {
         if (candidate + 1 < kLevels) {
           batch = std::exchange(queue, TaskList{});
           count = std::exchange(counts_[candidate], 0);
-          nonempty_.fetch_and(~(1u << candidate), std::memory_order_relaxed);
+          fronts_[candidate] = 0;
+          nonempty_.fetch_and(~((1u << candidate) | front_bit(candidate)), std::memory_order_relaxed);
         } else {
           // Idle work: one task at a time, and only when every other queue is empty.
           batch.head = batch.tail = queue.head;
           queue.head = queue.head->next;
           if (queue.head == nullptr) {
             queue.tail = nullptr;
-            nonempty_.fetch_and(~(1u << candidate), std::memory_order_relaxed);
+            nonempty_.fetch_and(~((1u << candidate) | front_bit(candidate)), std::memory_order_relaxed);
           }
           batch.head->next = nullptr;
           count = 1;
           --counts_[candidate];
+          if (fronts_[candidate] > 0) --fronts_[candidate];
         }
         break;
       }
@@ -531,9 +564,7 @@ void LoopCore::run() {
         // bad_alloc growing the heap: give the batch back untouched, then leave run() (see Exit).
         if (level != kLevels) {
           MutexLock lock(mutex_);
-          queues_[level].push_front_list(batch);
-          counts_[level] += count;
-          nonempty_.fetch_or(1u << level, std::memory_order_relaxed);  // relaxed: under mutex_
+          give_back_locked(level, batch, count);
         }
         throw;
       }

@@ -18,7 +18,9 @@
 #include "xthread/loop_thread.hpp"
 
 using namespace std::chrono_literals;
+using xthread::CallOptions;
 using xthread::ClosedError;
+using xthread::Priority;
 using xthread::EventLoop;
 using xthread::LoopThread;
 using xthread::ThreadSafeFunction;
@@ -615,4 +617,106 @@ TEST(ThreadSafeFunctionHardening, TheFinalizerRunsOnTheLoopThreadOrOnTheClosingT
     f.release();   // finishes closing here
     EXPECT_EQ(finalizer_thread, std::this_thread::get_id());
   }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Per-call priority and head-of-queue insertion (issue #11)
+
+TEST(ThreadSafeFunctionPriority, OptionsPriorityIsTheDefaultOfCallAndCallSync) {
+  EventLoop loop;  // not running yet: everything queues first
+  std::vector<std::string> order;
+  ThreadSafeFunction<void(std::string)> urgent{loop, [&order](std::string s) { order.push_back(std::move(s)); },
+                                               {.max_queue = 0, .priority = Priority::high}};
+  ThreadSafeFunction<void(std::string)> plain{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
+  ASSERT_TRUE(loop.post([&order] { order.push_back("normal task"); }));
+  std::future<void> a = plain.call("plain call");
+  std::future<void> b = urgent.call("high call");
+  std::optional<std::future<void>> c = urgent.try_call("high try_call");
+  ASSERT_TRUE(c);
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
+  loop.run();
+  a.get();
+  b.get();
+  c->get();
+  EXPECT_EQ(order, (std::vector<std::string>{"high call", "high try_call", "normal task", "plain call"}));
+}
+
+TEST(ThreadSafeFunctionPriority, CallWithChoosesPriorityAndAtFrontGoesAheadOfItsPriority) {
+  EventLoop loop;
+  std::vector<std::string> order;
+  ThreadSafeFunction<void(std::string)> f{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
+  std::vector<std::future<void>> futures;
+  futures.push_back(f.call("n1"));
+  futures.push_back(f.call("n2"));
+  futures.push_back(f.call_with(CallOptions{.priority = Priority::low}, "low"));
+  futures.push_back(f.call_with(CallOptions{.priority = Priority::normal, .at_front = true}, "front1"));
+  futures.push_back(f.call_with(CallOptions{.priority = Priority::normal, .at_front = true}, "front2"));
+  futures.push_back(f.call_with(CallOptions{.priority = Priority::immediate}, "immediate"));
+  futures.push_back(f.call("n3"));
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::idle));
+  loop.run();
+  for (auto& future : futures) future.get();
+  // immediate first; at_front calls ahead of the normal queue, newest first; then FIFO; low last.
+  EXPECT_EQ(order, (std::vector<std::string>{"immediate", "front2", "front1", "n1", "n2", "n3", "low"}));
+}
+
+TEST(ThreadSafeFunctionPriority, AtFrontOvertakesTheRestOfARunningBatch) {
+  EventLoop loop;
+  std::vector<std::string> order;
+  ThreadSafeFunction<void(std::string)> f{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
+  std::future<void> front;
+  // The loop takes these three as one batch; the first queues an at_front call of the same priority,
+  // which must run before the rest of that batch, not after it.
+  ASSERT_TRUE(loop.post([&] {
+    order.push_back("t1");
+    front = f.call_with(CallOptions{.priority = Priority::normal, .at_front = true}, "front");
+  }));
+  ASSERT_TRUE(loop.post([&order] { order.push_back("t2"); }));
+  ASSERT_TRUE(loop.post([&order] { order.push_back("t3"); }));
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
+  loop.run();
+  front.get();
+  EXPECT_EQ(order, (std::vector<std::string>{"t1", "front", "t2", "t3"}));
+}
+
+TEST(ThreadSafeFunctionPriority, CallSyncWithRunsAtItsPriorityAndInlineOnTheLoopThread) {
+  LoopThread worker{"tsf-prio"};
+  std::vector<std::string> order;
+  ThreadSafeFunction<int(int)> f{worker.loop(), [&order](int x) {
+                                   order.push_back("call " + std::to_string(x));
+                                   return x * 2;
+                                 }};
+  std::latch release(1);
+  std::promise<void> blocking;
+  // Hold the loop so the calls below queue up behind one task, then let it go.
+  ASSERT_TRUE(worker.loop().post([&] {
+    blocking.set_value();
+    release.wait();
+  }));
+  blocking.get_future().wait();
+  std::future<int> normal = f.call(1);
+  std::thread sync_caller([&] {
+    EXPECT_EQ(f.call_sync_with(CallOptions{.priority = Priority::high}, 2), 4);
+  });
+  // call_sync_with has no future to wait on: poll the queue with a deadline until it is queued.
+  ASSERT_TRUE(xthread_test::eventually([&] { return worker.loop().stats().pending == 2; }));
+  release.count_down();
+  sync_caller.join();
+  EXPECT_EQ(normal.get(), 2);
+  EXPECT_EQ(worker.loop().invoke_sync([&order] { return order; }),
+            (std::vector<std::string>{"call 2", "call 1"}));
+  // On the loop's own thread call_sync_with runs inline, whatever the options.
+  EXPECT_EQ(worker.loop().invoke_sync([&f] {
+              return f.call_sync_with(CallOptions{.priority = Priority::idle, .at_front = true}, 5);
+            }),
+            10);
+}
+
+TEST(ThreadSafeFunctionPriority, CallWithKeepsClosingAndBoundedQueueRules) {
+  LoopThread worker{"tsf-prio-close"};
+  ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }, {.max_queue = 1}};
+  EXPECT_EQ(f.call_with(CallOptions{.priority = Priority::high, .at_front = true}, 3).get(), 3);
+  f.abort();
+  EXPECT_THROW(f.call_with(CallOptions{.priority = Priority::high}, 1).get(), ClosedError);
+  EXPECT_THROW(f.call_sync_with(CallOptions{.at_front = true}, 1), ClosedError);
 }

@@ -178,7 +178,9 @@ class SyncInvokeTask final : public LoopTask {
 ///  3. if stop() was called, leave (see Stopping);
 ///  4. take the whole queue of the most urgent non-empty priority above `idle` (or one `idle` task)
 ///     and run it, task by task; between two tasks, hand the rest back to the front of its queue when
-///     a more urgent task is queued, a timer is due or was added/cancelled, or stop() was called;
+///     a more urgent task is queued, an at_front call of the batch's own priority arrived (the rest
+///     goes back behind it: ThreadSafeFunction::call_with), a timer is due or was added/cancelled, or
+///     stop() was called;
 ///  5. with nothing to run: poll for new work for up to 20 µs, then park in the kernel until a post,
 ///     a timer change, stop(), or the next deadline.
 ///

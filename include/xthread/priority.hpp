@@ -10,4 +10,14 @@ namespace xthread {
 /// queued, and `idle` tasks run only when nothing else is ready.
 enum class Priority : std::uint8_t { immediate, high, normal, low, idle };
 
+/// Per-call options of ThreadSafeFunction::call_with / call_sync_with (OpenHarmony's
+/// napi_call_threadsafe_function_with_priority: a priority and head-of-queue insertion).
+struct CallOptions {
+  Priority priority = Priority::normal;
+  /// Ahead of every task queued at `priority` on the loop, including the rest of a batch of that
+  /// priority the loop is running (it hands the rest back after the current task). Several at_front
+  /// calls queued at once run newest first, as OpenHarmony's isTail = false.
+  bool at_front = false;
+};
+
 }  // namespace xthread

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
+#include "xthread/priority.hpp"
 #include "xthread/detail/call_gate.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_core.hpp"
@@ -62,6 +63,12 @@ class ThreadSafeFunction;
 /// never copied), from an lvalue by copy when the parameter is taken by value. Result and argument
 /// types may be move-only and of any alignment. R may not be a reference.
 ///
+/// Priorities (OpenHarmony's napi_call_threadsafe_function_with_priority): every call is a loop task of
+/// Options::priority (default normal), or of its own CallOptions::priority with call_with /
+/// call_sync_with; CallOptions::at_front puts it ahead of every task queued at that priority (several
+/// at_front calls: newest first). Ordering: calls made from one thread at one priority without
+/// at_front run in the order they were made; across priorities the loop's order decides (EventLoop).
+///
 /// Memory ordering: everything the caller did before call()/call_sync() is visible to the callee;
 /// everything the callee did is visible to the caller once call_sync returns or the future is ready.
 ///
@@ -81,6 +88,7 @@ class ThreadSafeFunction<R(Args...)> {
   struct Options {
     std::size_t max_queue = 0;          ///< queued calls allowed at once; 0 = unbounded
     std::function<void()> finalizer;    ///< runs once on the loop thread when fully released (see class)
+    Priority priority = Priority::normal;  ///< priority of call(), call_sync() and try_call() on the loop
   };
 
   /// Binds `callee` (any callable R(Args...), move-only allowed) to `loop`. The loop may be destroyed
@@ -95,6 +103,15 @@ class ThreadSafeFunction<R(Args...)> {
   /// the loop cannot wait for itself). No heap allocation beyond what the arguments own.
   template <class... U>
   [[nodiscard]] std::future<R> call(U&&... arguments) {
+    return call_with(CallOptions{owner_->state->priority, false}, std::forward<U>(arguments)...);
+  }
+
+  /// call() with this call's own priority and queue position (CallOptions); every other guarantee of
+  /// call() holds. Ordering: calls made from one thread at one priority without at_front run in the
+  /// order they were made; across priorities the loop's order decides (see EventLoop); an at_front
+  /// call runs before everything queued at its priority when it was made.
+  template <class... U>
+  [[nodiscard]] std::future<R> call_with(CallOptions options, U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
     detail::CallGate::Admission admission;
@@ -107,7 +124,7 @@ class ThreadSafeFunction<R(Args...)> {
       admission = state.gate.enter();
     }
     if (admission != detail::CallGate::Admission::admitted) return ready_error(closed_reason(state));
-    return post_async(std::forward<U>(arguments)...);
+    return post_async(options, std::forward<U>(arguments)...);
   }
 
   /// Any thread. Calls and waits for the result; rethrows the callee's exception (see Errors in the
@@ -115,6 +132,13 @@ class ThreadSafeFunction<R(Args...)> {
   /// inline (no deadlock, no queue slot). Blocks while the queue is full.
   template <class... U>
   R call_sync(U&&... arguments) {
+    return call_sync_with(CallOptions{owner_->state->priority, false}, std::forward<U>(arguments)...);
+  }
+
+  /// call_sync() with this call's own priority and queue position (see call_with); on the loop's own
+  /// thread it runs inline at once, whatever the options.
+  template <class... U>
+  R call_sync_with(CallOptions options, U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
     if (state.core->in_loop_thread()) {
@@ -141,7 +165,7 @@ class ThreadSafeFunction<R(Args...)> {
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     SyncCall<U&&...> node(state, caller_loop, std::forward<U>(arguments)...);
     const auto start = std::chrono::steady_clock::now();
-    if (!state.core->post(&node, Priority::normal)) {
+    if (!state.core->post(&node, options.priority, options.at_front)) {
       state.gate.cancel_admission();
       throw ClosedError("EventLoop stopped");
     }
@@ -161,7 +185,7 @@ class ThreadSafeFunction<R(Args...)> {
     if (state.gate.try_enter(state.core->in_loop_thread()) != detail::CallGate::Admission::admitted) {
       return std::nullopt;
     }
-    return post_async(std::forward<U>(arguments)...);
+    return post_async(CallOptions{state.priority, false}, std::forward<U>(arguments)...);
   }
 
   /// Any thread. Adds a reference. Throws ClosedError if the function is already closing.
@@ -212,7 +236,8 @@ class ThreadSafeFunction<R(Args...)> {
           pool(std::make_shared<detail::RecyclingPool>(options.max_queue == 0 ? 256 : std::min<std::size_t>(options.max_queue, 4096))),
           // Allocated now, so closing never needs memory and the finalizer cannot be lost to bad_alloc.
           finalizer_task(options.finalizer ? std::make_unique<FinalizerTask>(std::move(options.finalizer)) : nullptr),
-          gate(options.max_queue, [this] { schedule_finalizer(); }) {}
+          gate(options.max_queue, [this] { schedule_finalizer(); }),
+          priority(options.priority) {}
 
     /// Called once by the gate, on the thread that finished closing the function.
     void schedule_finalizer() noexcept {
@@ -227,6 +252,7 @@ class ThreadSafeFunction<R(Args...)> {
     std::unique_ptr<FinalizerTask> finalizer_task;  // released once, by the thread that finalizes
     detail::CallGate gate;
     detail::AdaptiveSpin spin;                  // how long call_sync polls before parking
+    const Priority priority;                    // Options::priority
   };
 
   /// Keeps the function open while any handle exists; the last handle releases what is left.
@@ -336,7 +362,7 @@ class ThreadSafeFunction<R(Args...)> {
   };
 
   template <class... U>
-  std::future<R> post_async(U&&... arguments) {
+  std::future<R> post_async(CallOptions options, U&&... arguments) {
     const std::shared_ptr<State>& state = owner_->state;
     void* memory = nullptr;
     AsyncCall* node = nullptr;
@@ -351,7 +377,7 @@ class ThreadSafeFunction<R(Args...)> {
       state->gate.cancel_admission();
       throw;
     }
-    if (!state->core->post(node, Priority::normal)) node->discard();
+    if (!state->core->post(node, options.priority, options.at_front)) node->discard();
     return future;
   }
 

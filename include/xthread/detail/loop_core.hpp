@@ -123,7 +123,9 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   ~LoopCore();
 
   /// Any thread. On success the loop owns `task`; on false (loop closed) the caller still does.
-  bool post(LoopTask* task, Priority priority) noexcept XTHREAD_EXCLUDES(mutex_);
+  /// `at_front`: ahead of every task queued at `priority` (also those of a batch the loop is running,
+  /// which it hands back after the current task); the latest at_front task runs first.
+  bool post(LoopTask* task, Priority priority, bool at_front = false) noexcept XTHREAD_EXCLUDES(mutex_);
   /// Any thread. Returns false (and marks the timer finished) when the loop is closed.
   bool add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) XTHREAD_EXCLUDES(mutex_);
   /// Any thread (Timer::cancel). See TimerState's phase protocol. True when it won armed → cancelled.
@@ -156,12 +158,19 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   friend class TimerState;
   static constexpr std::size_t kLevels = 5;
   static constexpr std::uint32_t kTimersBit = 1u << kLevels;  // new timers or cancellations to take
+  // Bit kFrontShift + level: an at_front task arrived at that level since its queue was last taken, so
+  // a running batch of that level hands the rest back (behind it). Set only together with the level's
+  // own bit, cleared with it, so it never makes an empty loop look busy.
+  static constexpr unsigned kFrontShift = kLevels + 1;
+  static constexpr std::uint32_t front_bit(std::size_t level) noexcept { return 1u << (kFrontShift + level); }
 
   struct TaskList {
     LoopTask* head = nullptr;
     LoopTask* tail = nullptr;
     void push_back(LoopTask* task) noexcept;
     void push_front_list(TaskList other) noexcept;
+    /// Inserts `other` after the first `skip` tasks (skip <= length).
+    void insert_after(std::size_t skip, TaskList other) noexcept;
     void append(TaskList other) noexcept;
     [[nodiscard]] bool empty() const noexcept { return head == nullptr; }
   };
@@ -184,6 +193,8 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   bool collect_due_timers(std::array<TaskList, kLevels>& due, std::array<std::size_t, kLevels>& counts);
   [[nodiscard]] bool timer_due_now() const noexcept;
   void run_tasks(TaskList batch, std::size_t count, std::size_t level) XTHREAD_EXCLUDES(mutex_);
+  /// The unrun rest of a batch goes back to its queue, behind the at_front tasks that arrived meanwhile.
+  void give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept XTHREAD_REQUIRES(mutex_);
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
   static void discard_leftovers(Leftovers& leftovers) noexcept;
   void leave_run(bool stopped) noexcept XTHREAD_EXCLUDES(mutex_);
@@ -197,6 +208,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   mutable Mutex mutex_;
   std::array<TaskList, kLevels> queues_ XTHREAD_GUARDED_BY(mutex_){};
   std::array<std::size_t, kLevels> counts_ XTHREAD_GUARDED_BY(mutex_){};  // tasks in each queue
+  std::array<std::size_t, kLevels> fronts_ XTHREAD_GUARDED_BY(mutex_){};  // at_front tasks at each queue's head
   std::vector<std::shared_ptr<TimerState>> new_timers_ XTHREAD_GUARDED_BY(mutex_);
   std::shared_ptr<TimerState> cancelled_head_ XTHREAD_GUARDED_BY(mutex_);  // intrusive via next_cancelled
   bool running_ XTHREAD_GUARDED_BY(mutex_) = false;
