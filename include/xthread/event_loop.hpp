@@ -154,14 +154,30 @@ class SyncInvokeTask final : public LoopTask {
 }  // namespace detail
 
 /// A single-threaded event loop: tasks posted from any thread run one at a time on the thread that
-/// calls run() (e.g. main()), in priority order, plus timers.
+/// calls run() (e.g. main()), in priority order, plus timers. Instead of run(), another loop may host
+/// it (see Hosting).
 ///
 /// Priorities (Priority, most urgent first): immediate, high, normal, low, idle. Tasks of one
-/// priority run in the order they were queued. A task never starts while a more urgent task is
-/// queued: the loop checks between every two tasks, so a long batch of `low` work yields to a new
-/// `high` task after the task that is running. `idle` tasks run one at a time, only when every other
-/// queue is empty and no timer is due. There is no anti-starvation rule: a steady flood of urgent
-/// work starves less urgent work.
+/// priority run in the order they were queued (at_front calls aside: ThreadSafeFunction::call_with).
+/// A task does not start while a more urgent task is queued — the loop checks between every two
+/// tasks, so a long batch of `low` work yields to a new `high` task after the task that is running —
+/// with one exception, the anti-starvation rule: after Options::starvation_limit tasks in a row (5 by
+/// default, OpenHarmony's EventRunner rule) of one priority while a less urgent priority above `idle`
+/// has work waiting, the loop runs one task of the most urgent waiting priority below it, then goes
+/// back to strict order. Run counts: a task of priority P resets the count of every priority more
+/// urgent than P, and P's own count is reset whenever nothing less urgent waits. So a flood of `high`
+/// lets one `normal` task through after every 5 `high` ones, and with floods at several priorities
+/// every priority above `idle` keeps getting turns (a waiting `low` task under floods of `immediate`
+/// and `high` runs within (limit + 1)² tasks). starvation_limit = 0 turns the rule off (strict
+/// priorities: a steady flood of urgent work starves less urgent work).
+///
+/// `idle` tasks run one at a time, only when no other task is queued and no timer is due, in idle
+/// rounds: a round runs the idle tasks that were queued when it began (those queued during the round
+/// wait for the next), and a round begins when the loop runs out of other work — at most once per
+/// wake-up: after a round, the next begins only after the loop has parked and been woken (by a post,
+/// a timer, stop()), after another thread posted an idle task, or at the next run_ready() call. So an
+/// idle task that re-posts itself (directly or through other tasks) runs once per wake-up and never
+/// keeps the loop from parking.
 ///
 /// Timers are tasks too: a timer has a priority (normal by default), and when its deadline passes it
 /// joins the back of its priority's queue, exactly as if it had been posted at the moment the loop
@@ -176,16 +192,27 @@ class SyncInvokeTask final : public LoopTask {
 ///     their callbacks are destroyed here);
 ///  2. queue every due timer at the back of its priority's queue;
 ///  3. if stop() was called, leave (see Stopping);
-///  4. take the whole queue of the most urgent non-empty priority above `idle` (or one `idle` task)
-///     and run it, task by task; between two tasks, hand the rest back to the front of its queue when
-///     a more urgent task is queued, an at_front call of the batch's own priority arrived (the rest
-///     goes back behind it: ThreadSafeFunction::call_with), a timer is due or was added/cancelled, or
-///     stop() was called;
+///  4. take the whole queue of the most urgent non-empty priority above `idle` that the
+///     anti-starvation rule allows (one task when the rule picked it; one `idle` task in an idle
+///     round) and run it, task by task; between two tasks, hand the rest back to the front of its
+///     queue when a more urgent task is queued, an at_front call of the batch's own priority arrived
+///     (the rest goes back behind it), the anti-starvation count is reached, a timer is due or was
+///     added/cancelled, or stop() was called;
 ///  5. with nothing to run: poll for new work for up to 20 µs, then park in the kernel until a post,
-///     a timer change, stop(), or the next deadline.
+///     a timer change, stop(), or the next deadline (hosted: return from run_ready()).
 ///
 /// Memory ordering: everything a thread did before post() returned true is visible to the task when
 /// it runs. Wake-ups coalesce: a burst of posts to a parked loop wakes it once.
+///
+/// Hosting (the way Node and OpenHarmony run libuv inside their main loop): instead of calling run(),
+/// an application whose thread already runs a loop (libuv, GLib, Qt, epoll, a game loop) drives this
+/// one from it with three calls — watch wakeup_fd() for readability, call run_ready() when it is
+/// readable and when the time next_deadline() gave has come, then ask next_deadline() again. Such a
+/// loop keeps every rule of this comment (priorities, timers, stopping, ThreadSafeFunction calls).
+/// The thread that last called run_ready() is the loop's thread also between calls: in_loop_thread()
+/// is true there, so a ThreadSafeFunction::call_sync or invoke_sync made by the host thread runs
+/// inline instead of waiting for itself. The fd is made on first request; until then hosting costs
+/// nothing, and run() always parks on a futex, never on the fd.
 ///
 /// Stopping: stop() (any thread) makes run() return after the task that is running; tasks still
 /// queued are then discarded (destroyed without running; a ThreadSafeFunction call among them
@@ -199,14 +226,18 @@ class SyncInvokeTask final : public LoopTask {
 /// Durations: post_after / post_every take any std::chrono::duration and saturate: a deadline past
 /// the clock's range (say, `hours::max()`) means "never"; a negative delay means "now".
 ///
-/// Destruction: the destructor stops the loop and, if another thread is inside run(), waits for it to
-/// return. Never destroy a loop from inside one of its own tasks.
+/// Destruction: the destructor stops the loop and, if another thread is inside run() or run_ready(),
+/// waits for it to return. Never destroy a loop from inside one of its own tasks.
 class EventLoop {
  public:
   struct Options {
     /// Receives exceptions escaping a task or timer, on the loop thread. Empty: print to stderr.
     /// It must not throw; if it does, the exception is printed and ignored. Never std::terminate.
     std::function<void(std::exception_ptr)> on_error;
+    /// The anti-starvation rule (see the class comment): after this many tasks in a row of one
+    /// priority while a less urgent priority above `idle` has work waiting, one task of the most
+    /// urgent waiting priority below runs. 0: strict priorities, no rule.
+    std::uint32_t starvation_limit = 5;
   };
 
   struct Stats {
@@ -218,7 +249,7 @@ class EventLoop {
 
   EventLoop() : EventLoop(Options{}) {}
   explicit EventLoop(Options options)
-      : core_(std::make_shared<detail::LoopCore>(std::move(options.on_error))) {}
+      : core_(std::make_shared<detail::LoopCore>(std::move(options.on_error), options.starvation_limit)) {}
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
   ~EventLoop() { core_->close_and_wait(); }
@@ -323,10 +354,46 @@ class EventLoop {
   /// (std::logic_error otherwise). Returns immediately if the loop was already stopped.
   void run() { core_->run(); }
 
-  /// Any thread, any number of times. See the class comment.
+  /// Any thread, any number of times. See the class comment. A hosted loop's wakeup_fd() becomes
+  /// readable, so the host notices (stopped() is then true and run_ready() returns 0).
   void stop() noexcept { core_->stop(); }
 
-  /// Any thread. True when called from inside run() on this loop's thread.
+  /// Any thread. True once stop() was called (or the destructor began).
+  [[nodiscard]] bool stopped() const noexcept { return core_->closed(); }
+
+  // ---- Hosting: driving the loop from another loop (see the class comment) ----
+
+  /// Any thread. A file descriptor (an eventfd) that is readable — level-triggered, like a socket
+  /// with data — while the loop has a task ready to run or timers were added or cancelled since the
+  /// last run_ready(), and after stop(). A timer falling due does not make it readable: ask
+  /// next_deadline(). Made on the first call (later calls return the same fd; std::system_error if
+  /// the system has none to give); owned by the loop and closed by its destructor, so unregister it
+  /// from the host (uv_poll_stop, EPOLL_CTL_DEL) before destroying the loop. Never read or write it.
+  /// May be readable spuriously: run_ready() then returns 0.
+  [[nodiscard]] int wakeup_fd() { return core_->wakeup_fd(); }
+
+  /// The hosting thread (one thread at a time; std::logic_error while another thread is inside run()
+  /// or run_ready(), or when called from inside one of this loop's tasks). Runs what is ready on the
+  /// calling thread — due timers included, in the order run() would — and returns how many tasks and
+  /// timer callbacks it ran, without ever blocking: when nothing is ready it returns 0 at once. It
+  /// returns when nothing is left ready, or after `max_tasks` tasks (a task that re-posts itself
+  /// cannot hold the host's thread); in that case wakeup_fd() stays readable, so the host calls again
+  /// after its own work. Each call may begin one idle round. After stop(): discards what is queued
+  /// and returns 0. Memory ordering: as run().
+  std::size_t run_ready(std::size_t max_tasks = 1024) { return core_->run_ready(max_tasks); }
+
+  /// The hosting thread, between run_ready() calls, or any thread while no thread is inside run() or
+  /// run_ready() (std::logic_error when another thread is inside run()). The earliest deadline among
+  /// the loop's armed timers, cancelled ones possibly included (the host then wakes early and
+  /// run_ready() finds nothing), or nullopt when there is none (or the loop stopped). A host arms its
+  /// own timer for it and calls run_ready() when it fires; timers added later make wakeup_fd()
+  /// readable, so the host asks again after each run_ready().
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> next_deadline() const {
+    return core_->next_deadline();
+  }
+
+  /// Any thread. True when called from inside run() on this loop's thread, or on the thread that
+  /// hosts it (the last thread that called run_ready(), also between calls).
   [[nodiscard]] bool in_loop_thread() const noexcept { return core_->in_loop_thread(); }
 
   /// Any thread. A snapshot; counters only grow.
