@@ -26,6 +26,8 @@ LOAD_COLORS = {"idle": "#4c78a8", "medium": "#f58518", "heavy": "#e45756"}
 CASE_COLORS = {1: "#4c78a8", 2: "#54a24b", 3: "#e45756"}
 CASE_NAMES = {1: "case 1: main", 2: "case 2: worker", 3: "case 3: worker -> main"}
 IMPL_STYLES = {"xthread": "-", "node-api": "--", "published": ":"}
+# xthread with its main loop hosted (xcall --host): one series per host, drawn in its own style.
+HOST_STYLES = {"uv": (0, (5, 1)), "uv-nested": (0, (1, 1))}
 
 
 def fail(message, status=2):
@@ -82,10 +84,21 @@ def first_variant(points):
     return (0, False) if (0, False) in variants else variants[0]
 
 
+def series_name(p):
+    """A point's series: its implementation, with the main loop's host when it was not direct."""
+    host = p.get("host", "direct")  # files written before --host existed: direct
+    return p["implementation"] if host == "direct" else f"{p['implementation']} ({host})"
+
+
+def series_style(p):
+    host = p.get("host", "direct")
+    return HOST_STYLES.get(host, "-.") if host != "direct" else IMPL_STYLES.get(p["implementation"], "-.")
+
+
 def by_impl(points):
     out = {}
     for p in points:
-        out.setdefault(p["implementation"], []).append(p)
+        out.setdefault(series_name(p), []).append(p)
     return out
 
 
@@ -143,7 +156,7 @@ def xcall_payload_curve(plt, doc, points, save):
     for name, pts in by_impl(idle).items():
         for case in sorted({p["case"] for p in pts}):
             series = sorted((p["payload"], p["total_us"]["mean"]) for p in pts if p["case"] == case)
-            ax.plot([s[0] for s in series], [s[1] for s in series], IMPL_STYLES.get(name, "-."), marker="o",
+            ax.plot([s[0] for s in series], [s[1] for s in series], linestyle=series_style(pts[0]), marker="o",
                     color=CASE_COLORS.get(case), label=f"{name}, {CASE_NAMES.get(case, case)}")
     ref = (doc.get("reference") or {}).get("payload_mean_us")
     if ref and (work, hot) == (0, False):
@@ -180,8 +193,8 @@ def xcall_cdf(plt, doc, points, save):
                 continue
             xs = sorted(v / 1000.0 for v in p["samples"]["total_ns"])
             ys = [(i + 1) / len(xs) for i in range(len(xs))]
-            ax.step(xs, ys, where="post", linestyle=IMPL_STYLES.get(p["implementation"], "-."),
-                    color=LOAD_COLORS.get(p["load"]), label=f"{p['implementation']}, {p['load']}")
+            ax.step(xs, ys, where="post", linestyle=series_style(p),
+                    color=LOAD_COLORS.get(p["load"]), label=f"{series_name(p)}, {p['load']}")
         ax.set_xscale("log")
         ax.set_xlabel("total latency, us (log)")
         ax.set_title(CASE_NAMES.get(case, f"case {case}"), fontsize=10)
@@ -192,8 +205,41 @@ def xcall_cdf(plt, doc, points, save):
     save(fig, "xcall_cdf.png")
 
 
+PRIORITY_COLORS = {("normal", False): "#4c78a8", ("normal", True): "#54a24b", ("high", False): "#f58518",
+                   ("high", True): "#e45756"}
+
+
+def xcall_priority_cdf(plt, priority, save):
+    """xcall --priority-point: the latency CDF of each call variant, one panel per host."""
+    variants = [v for v in priority.get("variants") or [] if (v.get("samples") or {}).get("total_ns")]
+    hosts = list(dict.fromkeys(v.get("host", "direct") for v in variants))
+    if not hosts:
+        fail("the priority point has no samples to chart")
+    fig, axes = plt.subplots(1, len(hosts), figsize=(5.5 * len(hosts), 4), squeeze=False, sharey=True)
+    for ax, host in zip(axes[0], hosts):
+        for v in variants:
+            if v.get("host", "direct") != host:
+                continue
+            xs = sorted(t / 1000.0 for t in v["samples"]["total_ns"])
+            ys = [(i + 1) / len(xs) for i in range(len(xs))]
+            name = f"{v['priority']}{', at_front' if v['at_front'] else ''}"
+            ax.step(xs, ys, where="post", color=PRIORITY_COLORS.get((v["priority"], v["at_front"])), label=name)
+        ax.set_xscale("log")
+        ax.set_xlabel("total latency, us (log)")
+        ax.set_title(f"main loop host: {host}", fontsize=10)
+        ax.grid(which="both", alpha=0.3)
+        ax.legend(title="call", fontsize=7)
+    axes[0][0].set_ylabel("fraction of calls")
+    fig.suptitle(f"Case 1 beside a standing backlog of {priority.get('backlog_tasks', '?')} normal tasks "
+                 f"of {(priority.get('backlog_task_ns') or 0) / 1000:g} us: latency CDF per call variant")
+    save(fig, "xcall_priority.png")
+
+
 def render_xcall(plt, doc, save):
     points = doc.get("points")
+    if not points and isinstance(doc.get("priority"), dict):
+        xcall_priority_cdf(plt, doc["priority"], save)
+        return
     if not isinstance(points, list) or not points:
         fail("results have no points to chart")
     xcall_load_bars(plt, doc, points, save)

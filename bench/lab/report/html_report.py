@@ -203,9 +203,16 @@ def variant(points):
     return (0, False) if (0, False) in variants else variants[0]
 
 
+def series_name(p):
+    """A point's series: its implementation, with the main loop's host when it was not direct (xcall --host)."""
+    host = p.get("host", "direct")  # files written before --host existed: direct
+    return p["implementation"] if host == "direct" else f"{p['implementation']} ({host})"
+
+
 def find_point(points, impl, case, load, payload, work, hot):
+    """`impl` is a series_name: the implementation, and the host when it is not direct."""
     for p in points:
-        if (p["implementation"], p["case"], p["load"], p["payload"], p["work_ns"], p["hot"]) == (
+        if (series_name(p), p["case"], p["load"], p["payload"], p["work_ns"], p["hot"]) == (
                 impl, case, load, payload, work, hot):
             return p
     return None
@@ -227,9 +234,15 @@ def sweep_tables(prefix, doc, impls):
     sweep = 10 if 10 in payloads else payloads[0]
     loads = [l for l in LOAD_ORDER if any(p["load"] == l for p in points)]
     study = (work, hot) == (0, False)
-    # One implementation: published / xthread. Several: the bridge (Node-API) / xthread, as the text table.
+    # One implementation: published / xthread. Several: the bridge (Node-API) / xthread, as the text table;
+    # xthread under several hosts (xcall --host): hosted by libuv / direct.
     ratio_name = "OH/xt" if len(impls) == 1 else "napi/xt"
-    top_index = impls.index("node-api") if "node-api" in impls else 0
+    top_index, bottom_index = (impls.index("node-api") if "node-api" in impls else 0), len(impls) - 1
+    hosted = [i for i in impls if i.startswith("xthread (")]
+    if "node-api" not in impls and "xthread" in impls and hosted:
+        top = "xthread (uv)" if "xthread (uv)" in hosted else hosted[0]
+        top_index, bottom_index = impls.index(top), impls.index("xthread")
+        ratio_name = top[len("xthread ("):-1] + "/direct"
 
     def build(table_id, title, rows, row_label, published, point_of):
         t = Table(table_id, title)
@@ -244,7 +257,7 @@ def sweep_tables(prefix, doc, impls):
                 cells.append((num(pub), "pub"))
                 cells.extend(num(v) for v in values)
                 top = pub if len(impls) == 1 else values[top_index]
-                cells.append((ratio(top, values[-1]), "ratio"))
+                cells.append((ratio(top, values[bottom_index]), "ratio"))
             t.row(cells)
         return t.render()
 
@@ -325,7 +338,7 @@ def phases_table(table_id, doc):
     for p in points:
         if p["payload"] != sweep or (p["work_ns"], p["hot"]) != (work, hot):
             continue
-        t.row([(p["implementation"], "l"), (CASE_NAMES.get(p["case"], str(p["case"])), "l"),
+        t.row([(series_name(p), "l"), (CASE_NAMES.get(p["case"], str(p["case"])), "l"),
                num(p["schedule_us"]["p50"]), num(p["execute_us"]["p50"]), num(p["notify_us"]["p50"]),
                num(p["total_us"]["p50"]), num(p["total_us"]["p99"]),
                num(p.get("cpu_us_per_call")), str(p["calls"])])
@@ -334,7 +347,8 @@ def phases_table(table_id, doc):
 
 def xcall_like_section(part, directory, doc):
     if part == "xcall":
-        impls = ["xthread"]
+        # "xthread", then xthread under each other host the run measured (xcall --host), in their order.
+        impls = list(dict.fromkeys(["xthread"] + [series_name(p) for p in doc.get("points") or []]))
     else:
         has_raw = any(p.get("implementation") == "node-api-raw" for p in doc.get("points") or [])
         impls = (["node-api-raw"] if has_raw else []) + ["node-api", "xthread"]
@@ -365,7 +379,9 @@ def xcall_like_section(part, directory, doc):
     if isinstance(loads, dict):
         pairs = [(impl, loads.get(impl) or []) for impl in impls if impl in loads]
     else:
-        pairs = [("xthread", loads or [])]
+        pairs = [(series_name({"implementation": "xthread", "host": host}),
+                  [info for info in loads or [] if info.get("host", "direct") == host])
+                 for host in dict.fromkeys(info.get("host", "direct") for info in loads or [])]
     out.append(loads_table(f"{part}-loads", pairs))
     out.append(floors_table(f"{part}-floors", doc.get("floors")))
     out.append(text_output(directory))

@@ -14,14 +14,51 @@ namespace {
 
 // What only the xcall subcommand has besides the measurement flags.
 struct XcallCommandFlags : XcallFlags {
+  std::string hosts = "direct";
+  bool priority_point = false;
+  std::string backlog_tasks;      // empty: XcallOptions' default
+  std::string backlog_task_work;  // empty: XcallOptions' default
   std::string format = "table";
   std::string out;
   bool quiet = false;
 };
 
-void run(const XcallCommandFlags& flags, CommandResult& result) {
+// The flags that choose the plan's points; the priority point has fixed coordinates instead.
+constexpr const char* kPlanFlags[] = {"--case", "--load", "--payload", "--work", "--full-matrix", "--load-fib"};
+
+// xcall_options_from_flags plus what only `xcall` has (--host and the priority point). `sub` tells which
+// flags were given: a plan flag beside --priority-point, or a backlog flag without it, is a UsageError.
+XcallOptions xcall_command_options(const CLI::App& sub, const XcallCommandFlags& f) {
+  XcallOptions o = xcall_options_from_flags(f);
+  o.hosts = for_flag("--host", [&] { return parse_host_list(f.hosts); });
+  o.priority_point = f.priority_point;
+  for (const char* flag : kPlanFlags) {
+    if (f.priority_point && sub.count(flag) > 0) {
+      throw UsageError(std::string(flag) +
+                       ": does not apply with --priority-point (it measures case 1, idle, payload 10, no callee work, "
+                       "beside a standing backlog)");
+    }
+  }
+  for (const char* flag : {"--backlog-tasks", "--backlog-task-work"}) {
+    if (!f.priority_point && sub.count(flag) > 0) {
+      throw UsageError(std::string(flag) + ": applies only with --priority-point");
+    }
+  }
+  if (!f.backlog_tasks.empty()) {
+    o.backlog_tasks = for_flag("--backlog-tasks", [&] { return parse_count(f.backlog_tasks, 1, kMaxBacklogTasks); });
+  }
+  if (!f.backlog_task_work.empty()) {
+    o.backlog_task_work = for_flag("--backlog-task-work", [&] {
+      return parse_duration_in(f.backlog_task_work, std::chrono::nanoseconds(0), kMaxBacklogTaskWork);
+    });
+  }
+  validate(o);
+  return o;
+}
+
+void run(const CLI::App& sub, const XcallCommandFlags& flags, CommandResult& result) {
   // Everything the user typed is checked before anything is measured or written.
-  const XcallOptions options = xcall_options_from_flags(flags);
+  const XcallOptions options = xcall_command_options(sub, flags);
   const Format format = parse_format(flags.format);
   std::optional<OutputDir> out;
   if (!flags.out.empty()) out.emplace(flags.out);
@@ -116,6 +153,19 @@ std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> parse_gap(std::str
   return {min, max};
 }
 
+std::vector<Host> parse_host_list(std::string_view text) {
+  std::vector<Host> out;
+  for (const auto& item : split_list(text)) {
+    const Host host = parse_host(item);
+    if (std::find(out.begin(), out.end(), host) != out.end()) {
+      throw UsageError("host " + in_quotes(item) + " is listed twice in " + in_quotes(text) +
+                       " (each host measures the whole plan once)");
+    }
+    out.push_back(host);
+  }
+  return out;
+}
+
 std::map<LoadLevel, int> parse_load_fib(std::string_view text) {
   std::map<LoadLevel, int> out;
   auto parse_n = [](std::string_view n) { return static_cast<int>(parse_count(n, 1, kMaxLoadFib)); };
@@ -190,10 +240,29 @@ void register_xcall_command(CLI::App& app, CommandResult& result) {
   sub->add_option("--gap", flags->gap, "random pause before each call, MIN-MAX or VALUE (default 0-200us idle, 0-8ms loaded)")
       ->type_name("DURATIONS")
       ->check(checked_by("each 0.." + duration_text(kMaxGap), [](const std::string& v) { parse_gap(v); }));
+  sub->add_option("--host", flags->hosts,
+                  "how the main loop is driven, comma list of direct (its own run()), uv (inside a libuv loop), "
+                  "uv-nested (libuv inside an outer epoll loop that queues each wake-up as a task); each host "
+                  "measures the whole plan, in the order given")
+      ->type_name("LIST")
+      ->default_str(flags->hosts)
+      ->check(checked_by("list of direct|uv|uv-nested", [](const std::string& v) { parse_host_list(v); }));
+  sub->add_flag("--priority-point", flags->priority_point,
+                "measure only the per-call-priority point: case 1 beside a standing backlog of normal tasks on the "
+                "main loop, call_sync vs call_sync_with {normal, at_front}, {high}, {high, at_front}, interleaved "
+                "(--calls per variant; not with --case --load --payload --work --full-matrix --load-fib)");
+  sub->add_option("--backlog-tasks", flags->backlog_tasks,
+                  "with --priority-point: normal tasks kept queued on the main loop (default 64)")
+      ->type_name("N")
+      ->check(count_in(1, kMaxBacklogTasks));
+  sub->add_option("--backlog-task-work", flags->backlog_task_work,
+                  "with --priority-point: busy-wait of each backlog task (default 5us)")
+      ->type_name("DURATION")
+      ->check(duration_in(std::chrono::nanoseconds(0), kMaxBacklogTaskWork));
   add_output_flags(*sub, flags->format, flags->out, flags->quiet,
                    "directory for results.json (raw samples), results.csv, report.txt, PNG charts",
                    "no progress line on stderr");
-  sub->callback([flags, &result] { run(*flags, result); });
+  sub->callback([sub, flags, &result] { run(*sub, *flags, result); });
 }
 
 }  // namespace xthread_lab

@@ -75,5 +75,8 @@ std::vector<std::uint64_t> parse_payload_list(std::string_view text, const Xcall
 std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> parse_gap(std::string_view text);
 // "N" (every loaded level) or "medium=N,heavy=M".
 std::map<LoadLevel, int> parse_load_fib(std::string_view text);
+// A comma list of direct, uv, uv-nested, in the order given; a host named twice is an error (each host
+// measures the whole plan once).
+std::vector<Host> parse_host_list(std::string_view text);
 
 }  // namespace xthread_lab

@@ -17,15 +17,37 @@ std::string number(double v) {
 
 std::string optional_number(const std::optional<double>& v) { return v ? number(*v) : ""; }
 
+// --priority-point: one row per host and call variant.
+std::string render_priority_csv(const PriorityStudy& study) {
+  std::ostringstream out;
+  out << "host,priority,at_front,backlog_tasks,backlog_task_ns,calls";
+  for (const char* stat : {"mean", "p50", "p90", "p99", "min", "max"}) out << ",total_" << stat << "_us";
+  out << ",backlog_tasks_ahead_p50,backlog_tasks_ahead_max\n";
+  for (const PriorityVariant& v : study.variants) {
+    out << v.host << ',' << v.priority << ',' << (v.at_front ? "true" : "false") << ',' << study.backlog_tasks << ','
+        << study.backlog_task_ns << ',' << v.calls;
+    const Summary& s = v.total_us;
+    for (double x : {s.mean, s.p50, s.p90, s.p99, s.min, s.max}) out << ',' << number(x);
+    out << ',' << number(v.backlog_tasks_ahead.p50) << ',' << number(v.backlog_tasks_ahead.max) << '\n';
+  }
+  return out.str();
+}
+
 }  // namespace
 
 std::string render_csv(const XcallReport& report) {
+  if (report.priority) return render_priority_csv(*report.priority);
+  // The host column is there when some point's main loop was hosted (--host other than direct); without
+  // it every row is hosted directly, and the columns are those of files written before --host existed.
+  const bool host_column = std::any_of(report.points.begin(), report.points.end(),
+                                       [](const XcallPoint& p) { return p.host != kDirectHost; });
   std::ostringstream out;
   out << "implementation,case,load,payload,work_ns,hot,calls";
   for (const char* metric : {"total", "schedule", "execute", "notify"}) {
     for (const char* stat : {"mean", "p50", "p90", "p99", "min", "max"}) out << ',' << metric << '_' << stat << "_us";
   }
-  out << ",cpu_us_per_call,ratio_to_futex_floor,model_us,published_mean_us,fib_n,load_ms,duty,spin_floor_p50_ns,futex_floor_p50_ns,sleep_floor_p50_ns\n";
+  out << ",cpu_us_per_call,ratio_to_futex_floor,model_us,published_mean_us,fib_n,load_ms,duty,spin_floor_p50_ns,futex_floor_p50_ns,sleep_floor_p50_ns"
+      << (host_column ? ",host\n" : "\n");
 
   for (const XcallPoint& p : report.points) {
     out << p.implementation << ',' << p.case_id << ',' << p.load << ',' << p.payload << ',' << p.work_ns << ','
@@ -41,7 +63,7 @@ std::string render_csv(const XcallReport& report) {
                                      : std::nullopt;
     }
     const auto load = std::find_if(report.loads.begin(), report.loads.end(),
-                                   [&](const LoadInfo& l) { return l.load == p.load; });
+                                   [&](const LoadInfo& l) { return l.load == p.load && l.host == p.host; });
     out << ',' << optional_number(p.cpu_us_per_call) << ',' << optional_number(p.ratio_to_futex_floor) << ',' << optional_number(p.model_us) << ','
         << optional_number(published) << ',';
     if (load != report.loads.end()) {
@@ -51,7 +73,9 @@ std::string render_csv(const XcallReport& report) {
       out << ",,";
     }
     out << ',' << number(report.floors.spin_roundtrip_ns.p50) << ',' << number(report.floors.futex_roundtrip_ns.p50)
-        << ',' << number(report.floors.sleep_roundtrip_ns.p50) << '\n';
+        << ',' << number(report.floors.sleep_roundtrip_ns.p50);
+    if (host_column) out << ',' << p.host;
+    out << '\n';
   }
   return out.str();
 }

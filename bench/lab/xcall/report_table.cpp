@@ -42,6 +42,7 @@ struct NamedSet {
   std::string name;        // column heading, e.g. "xthread"
   std::string short_name;  // for ratio headings, e.g. "xt"
   const std::vector<XcallPoint>* points;
+  std::string host{kDirectHost};  // the host of every point in `points`
 };
 
 // A grid like the study's tables: rows (loads or payloads) x column groups (cases); each group has one
@@ -93,7 +94,7 @@ void add_unique(std::vector<T>& v, const T& x) {
 
 std::optional<double> mean_of(const NamedSet& set, int c, const std::string& load, std::uint64_t payload,
                               std::int64_t work, bool hot) {
-  const XcallPoint* p = find_point(*set.points, c, load, payload, work, hot);
+  const XcallPoint* p = find_point(*set.points, c, load, payload, work, hot, set.host);
   return p ? std::optional<double>(p->total_us.mean) : std::nullopt;
 }
 
@@ -187,11 +188,12 @@ std::string study_tables(const std::vector<NamedSet>& sets, std::pair<std::size_
   return out;
 }
 
-std::string percentile_table(const std::vector<NamedSet>& sets) {
+// `set_heading` names the first column when there are several sets ("impl", or "host" for the hosts).
+std::string percentile_table(const std::vector<NamedSet>& sets, const std::string& set_heading = "impl") {
   const bool show_impl = sets.size() > 1;
   TextTable t;
   std::vector<std::string> head;
-  if (show_impl) head.push_back("impl");
+  if (show_impl) head.push_back(set_heading);
   for (const char* h : {"case", "load", "payload", "work", "calls", "|", "mean", "p50", "p90", "p99", "max", "|",
                         "sched", "exec", "notify", "|", "cpu", "|", "p50/futex", "model", "mean/model"}) {
     head.emplace_back(h);
@@ -226,24 +228,35 @@ std::string percentile_table(const std::vector<NamedSet>& sets) {
          "    per call, every thread, warm-up calls included)\n" + t.render();
 }
 
+// True when some point's main loop was hosted (xcall --host other than direct).
+bool any_hosted(const XcallReport& report) {
+  return std::any_of(report.points.begin(), report.points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+}
+
 std::string model_lines(const XcallReport& report) {
+  const bool hosted = any_hosted(report);
   TextTable t;
-  t.row({"load", "case", "payload", "work", "measured mean", "model", "measured/model", "model terms (us)"});
+  std::vector<std::string> head = {"load", "case", "payload", "work", "measured mean", "model", "measured/model",
+                                   "model terms (us)"};
+  if (hosted) head.insert(head.begin() + 1, "host");
+  t.row(head);
   t.rule();
   bool any = false;
   for (const auto& l : report.loads) {
     if (l.load == "idle") continue;
     for (const auto& p : report.points) {
-      if (p.load != l.load || !p.model_us) continue;
+      if (p.load != l.load || p.host != l.host || !p.model_us) continue;
       any = true;
       const double idle = p.case_id == 2 ? *p.model_us : *p.model_us - l.duty * l.load_ms * 1000.0 / 2.0;
       const std::string terms = p.case_id == 2
                                     ? us(idle) + " idle; case 2 never waits for the main thread"
                                     : us(idle) + " idle + " + format("%.3f", l.duty) + " duty x " +
                                           format("%.0f", l.load_ms * 1000.0) + " D / 2";
-      t.row({l.load, std::to_string(p.case_id), p.payload == 10 ? "10" : payload_label(p.payload),
-             work_label(p.work_ns) + (p.hot ? " hot" : ""), us(p.total_us.mean), us(*p.model_us),
-             format("%.2f", p.total_us.mean / *p.model_us), terms});
+      std::vector<std::string> row = {l.load, std::to_string(p.case_id), p.payload == 10 ? "10" : payload_label(p.payload),
+                                      work_label(p.work_ns) + (p.hot ? " hot" : ""), us(p.total_us.mean),
+                                      us(*p.model_us), format("%.2f", p.total_us.mean / *p.model_us), terms};
+      if (hosted) row.insert(row.begin() + 1, p.host);
+      t.row(row);
     }
   }
   if (!any) return "";
@@ -257,6 +270,75 @@ std::string model_lines(const XcallReport& report) {
            "slows down although it never waits for the main thread.\n";
   }
   return out + "\n";
+}
+
+// One set per host, in the order the points have them (the order --host gave). The table headings are
+// the host names, "uv-nested" shortened to "nested" to fit the study tables' columns.
+struct HostSets {
+  std::vector<std::string> hosts;
+  std::vector<std::vector<XcallPoint>> points;
+  std::vector<NamedSet> sets() const {
+    std::vector<NamedSet> out;
+    for (std::size_t i = 0; i < hosts.size(); ++i) {
+      const std::string heading = hosts[i] == "uv-nested" ? "nested" : hosts[i];
+      out.push_back({heading, heading == "direct" ? "dir" : heading, &points[i], hosts[i]});
+    }
+    return out;
+  }
+};
+
+HostSets split_by_host(const std::vector<XcallPoint>& points) {
+  HostSets out;
+  for (const XcallPoint& p : points) {
+    auto it = std::find(out.hosts.begin(), out.hosts.end(), p.host);
+    if (it == out.hosts.end()) {
+      out.hosts.push_back(p.host);
+      out.points.emplace_back();
+      it = out.hosts.end() - 1;
+    }
+    out.points[static_cast<std::size_t>(it - out.hosts.begin())].push_back(p);
+  }
+  return out;
+}
+
+// (d) every point per host beside the same point hosted directly: p50, p99, CPU per call, and the ratios.
+std::string hosts_table(const XcallReport& report) {
+  TextTable t;
+  t.row({"case", "load", "payload", "work", "host", "calls", "|", "p50", "p90", "p99", "mean", "|", "cpu", "|",
+         "p50/direct", "cpu/direct"});
+  t.rule();
+  for (const XcallPoint& p : report.points) {
+    const XcallPoint* direct = find_point(report.points, p.case_id, p.load, p.payload, p.work_ns, p.hot, kDirectHost);
+    auto ratio = [](std::optional<double> a, std::optional<double> b) {
+      return a && b && *b > 0 ? format("%.2fx", *a / *b) : std::string("-");
+    };
+    t.row({std::to_string(p.case_id), p.load, p.payload == 10 ? "10" : payload_label(p.payload),
+           work_label(p.work_ns) + (p.hot ? " hot" : ""), p.host, std::to_string(p.calls), "|", us(p.total_us.p50),
+           us(p.total_us.p90), us(p.total_us.p99), us(p.total_us.mean), "|", us(p.cpu_us_per_call), "|",
+           direct ? ratio(p.total_us.p50, direct->total_us.p50) : "-",
+           direct ? ratio(p.cpu_us_per_call, direct->cpu_us_per_call) : "-"});
+  }
+  return "(d) main-loop host: direct = EventLoop::run(); uv = hosted by a libuv loop (uv_poll_t on wakeup_fd(),\n"
+         "    uv_timer_t from next_deadline(), each calling run_ready()); uv-nested = that libuv loop run one\n"
+         "    UV_RUN_NOWAIT iteration at a time by a \"uvLoopTask\" an outer epoll loop queues when libuv's backend\n"
+         "    fd is readable. Total latency us; cpu = process CPU us per call; ratios against the direct point\n" +
+         t.render();
+}
+
+// The priority point: one row per host and variant.
+std::string priority_table(const PriorityStudy& study) {
+  TextTable t;
+  t.row({"host", "call", "calls", "|", "p50", "p90", "p99", "mean", "max", "|", "tasks ahead p50", "max"});
+  t.rule();
+  for (const PriorityVariant& v : study.variants) {
+    std::string call = v.priority == "normal" && !v.at_front ? "call_sync (normal)" : "{" + v.priority;
+    if (call[0] == '{') call += v.at_front ? ", at_front}" : "}";
+    t.row({v.host, call, std::to_string(v.calls), "|", us(v.total_us.p50), us(v.total_us.p90), us(v.total_us.p99),
+           us(v.total_us.mean), us(v.total_us.max), "|", format("%.0f", v.backlog_tasks_ahead.p50),
+           format("%.0f", v.backlog_tasks_ahead.max)});
+  }
+  return "(e) per-call priority beside a standing backlog, total latency us per call (issue -> caller resumes)\n"
+         "method: " + study.method + "\n" + t.render();
 }
 
 }  // namespace
@@ -276,7 +358,7 @@ std::string render_table(const XcallReport& report) {
       << us(f.sleep_roundtrip_ns.p99 / 1000) << ")\n";
   for (const auto& l : report.loads) {
     if (l.load == "idle") continue;
-    out << "load    : " << l.load << " = fib(" << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh"
+    out << "load    : " << l.load << (l.host == kDirectHost ? "" : " (host " + l.host + ")") << " = fib(" << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh"
         << (l.target_ms > 0 ? " + timed top-up" : "") << " every "
         << format("%.0f", l.period_ms) << " ms: " << format("%.2f", l.load_ms) << " ms per run"
         << (l.target_ms > 0 ? format(" (target %.0f ms)", l.target_ms) : std::string(" (n forced)")) << ", duty "
@@ -287,12 +369,34 @@ std::string render_table(const XcallReport& report) {
   out << "run     : " << format("%.1f", report.wall_s) << " s wall, cpu " << format("%.1f", report.cpu.user_s)
       << " s user + " << format("%.1f", report.cpu.system_s) << " s system\n\n";
 
-  const NamedSet xthread{"xthread", "xt", &report.points};
-  out << study_tables({xthread}) << "\n";
-  out << model_lines(report);
-  out << percentile_table({xthread});
-  // The table says "OH = published ... study 000"; name the study and where its figures are.
-  out << "OH source: " << study000_citation() << "\n";
+  if (report.priority) {
+    out << priority_table(*report.priority);
+  } else if (!any_hosted(report)) {
+    const NamedSet xthread{"xthread", "xt", &report.points};
+    out << study_tables({xthread}) << "\n";
+    out << model_lines(report);
+    out << percentile_table({xthread});
+  } else {
+    const HostSets by_host = split_by_host(report.points);
+    const auto sets = by_host.sets();
+    // The ratio column: uv / direct when both were measured, else the second host / the first.
+    const auto index = [&](std::string_view host) {
+      return static_cast<std::size_t>(std::find(by_host.hosts.begin(), by_host.hosts.end(), host) - by_host.hosts.begin());
+    };
+    std::pair<std::size_t, std::size_t> ratio{1, 0};
+    if (index("uv") < sets.size() && index(kDirectHost) < sets.size()) ratio = {index("uv"), index(kDirectHost)};
+    if (sets.size() >= 2) {
+      out << study_tables(sets, ratio) << "\n";
+    } else {
+      out << study_tables(sets) << "\n";
+    }
+    out << "direct / uv / nested: the main loop's host (--host), see (d)\n\n";
+    out << model_lines(report);
+    out << percentile_table(sets, "host") << "\n";
+    out << hosts_table(report);
+  }
+  // The tables say "OH = published ... study 000"; name the study and where its figures are.
+  if (!report.priority) out << "OH source: " << study000_citation() << "\n";
   return out.str();
 }
 

@@ -33,6 +33,7 @@ void XcallPoint::summarize_samples() {
 void to_json(nlohmann::json& out, const XcallPoint& p) {
   out = nlohmann::json{
       {"implementation", p.implementation},
+      {"host", p.host},
       {"case", p.case_id},
       {"load", p.load},
       {"payload", p.payload},
@@ -56,12 +57,31 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
 
 void to_json(nlohmann::json& out, const LoadInfo& info) {
   out = nlohmann::json{{"load", info.load},
+                       {"host", info.host},
                        {"fib_n", info.fib_n ? nlohmann::json(*info.fib_n) : nlohmann::json(nullptr)},
                        {"target_ms", info.target_ms},
                        {"load_ms", info.load_ms},
                        {"duty", info.duty},
                        {"runs", info.runs},
                        {"period_ms", info.period_ms}};
+}
+
+void to_json(nlohmann::json& out, const PriorityVariant& v) {
+  out = nlohmann::json{{"host", v.host},
+                       {"priority", v.priority},
+                       {"at_front", v.at_front},
+                       {"calls", v.calls},
+                       {"total_us", v.total_us},
+                       {"backlog_tasks_ahead", v.backlog_tasks_ahead},
+                       {"samples", {{"total_ns", v.total_ns}}}};
+}
+
+void to_json(nlohmann::json& out, const PriorityStudy& study) {
+  out = nlohmann::json{{"backlog_tasks", study.backlog_tasks},
+                       {"backlog_task_ns", study.backlog_task_ns},
+                       {"backlog_tasks_run", study.backlog_tasks_run},
+                       {"method", study.method},
+                       {"variants", study.variants}};
 }
 
 XcallPoint xcall_point_from_json(const nlohmann::json& in) {
@@ -87,6 +107,10 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
 
   XcallPoint p;
   p.implementation = typed("implementation", is_string, "a string").get<std::string>();
+  if (const auto it = in.find("host"); it != in.end()) {  // optional key: files written before it are "direct"
+    if (!it->is_string()) throw std::runtime_error("key 'host' is not a string");
+    p.host = it->get<std::string>();
+  }
   p.case_id = typed("case", is_integer, "an integer").get<int>();
   p.load = typed("load", is_string, "a string").get<std::string>();
   p.payload = typed("payload", is_unsigned, "a non-negative integer").get<std::uint64_t>();
@@ -182,9 +206,10 @@ std::vector<std::string> load_problems(double target_ms,
 }
 
 const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
-                             std::uint64_t payload, std::int64_t work_ns, bool hot) {
+                             std::uint64_t payload, std::int64_t work_ns, bool hot, std::string_view host) {
   for (const XcallPoint& p : points) {
-    if (p.case_id == case_id && p.load == load && p.payload == payload && p.work_ns == work_ns && p.hot == hot) {
+    if (p.case_id == case_id && p.load == load && p.payload == payload && p.work_ns == work_ns && p.hot == hot &&
+        p.host == host) {
       return &p;
     }
   }

@@ -26,6 +26,9 @@ inline constexpr std::string_view kXcallSchema = "xthread-bench/xcall/1";
 // Main-thread load levels of the study.
 inline constexpr std::string_view kLoadNames[] = {"idle", "medium", "heavy"};
 
+// The host of a point whose main loop ran its own run() (xcall's default, and every Node-API point).
+inline constexpr std::string_view kDirectHost = "direct";
+
 struct XcallSamples {
   std::vector<std::int64_t> total_ns;     // issue -> caller resumes
   std::vector<std::int64_t> schedule_ns;  // issue -> callee starts
@@ -35,6 +38,7 @@ struct XcallSamples {
 
 struct XcallPoint {
   std::string implementation = "xthread";  // "xthread" | "node-api" (bridge) | "node-api-raw" (bare TSFN)
+  std::string host{kDirectHost};           // how the main loop was driven: "direct" | "uv" | "uv-nested"
   int case_id = 1;                         // 1 main loop, 2 worker loop, 3 worker -> nested call to main
   std::string load = "idle";               // "idle" | "medium" | "heavy"
   std::uint64_t payload = 10;              // total characters of the two arguments
@@ -56,6 +60,7 @@ struct XcallPoint {
 // How the main-thread load of one level behaved during its measurement phase.
 struct LoadInfo {
   std::string load;             // "idle" | "medium" | "heavy"
+  std::string host{kDirectHost};  // the main loop's host during the phase (xcall --host)
   std::optional<int> fib_n;     // Fibonacci argument (nullopt for idle)
   double target_ms = 0;         // what calibration aimed at (0 for idle / forced n)
   double load_ms = 0;           // measured mean duration of one load run (fib + uuid refresh)
@@ -78,18 +83,41 @@ bool load_within(double value_ms, double reference_ms);
 std::vector<std::string> load_problems(double target_ms,
                                        const std::vector<std::pair<std::string, const LoadInfo*>>& named);
 
+// The per-call-priority point (xcall --priority-point): case 1 while the main loop has a standing backlog of
+// `normal` tasks, one call of each variant per block, the order reversed every other block.
+struct PriorityVariant {
+  std::string host{kDirectHost};
+  std::string priority = "normal";  // CallOptions::priority of the call: "normal" | "high"
+  bool at_front = false;            // CallOptions::at_front
+  std::size_t calls = 0;            // measured calls (warm-up excluded)
+  Summary total_us;                 // issue -> caller resumes
+  Summary backlog_tasks_ahead;      // backlog tasks that ran between the call's issue and its callee's start
+  std::vector<std::int64_t> total_ns;
+};
+
+struct PriorityStudy {
+  std::size_t backlog_tasks = 0;      // normal tasks kept queued on the main loop
+  std::int64_t backlog_task_ns = 0;   // busy-wait of each backlog task
+  std::uint64_t backlog_tasks_run = 0;  // backlog tasks run during the measurement, every host
+  std::string method;                 // how the variants were interleaved, in words
+  std::vector<PriorityVariant> variants;
+};
+
 struct XcallReport {
   MachineInfo machine;
   nlohmann::json config = nlohmann::json::object();  // resolved options, see docs/results-schema.md
   Floors floors;
   std::vector<LoadInfo> loads;
   std::vector<XcallPoint> points;
+  std::optional<PriorityStudy> priority;  // with --priority-point (then `points` is empty)
   double wall_s = 0;
   CpuTimes cpu;
 };
 
 void to_json(nlohmann::json& out, const XcallPoint& point);
 void to_json(nlohmann::json& out, const LoadInfo& info);
+void to_json(nlohmann::json& out, const PriorityVariant& variant);
+void to_json(nlohmann::json& out, const PriorityStudy& study);
 
 // Parses one point object. Throws std::runtime_error naming the missing or mistyped key.
 XcallPoint xcall_point_from_json(const nlohmann::json& in);
@@ -100,6 +128,7 @@ std::vector<XcallPoint> read_xcall_points(const nlohmann::json& doc);
 
 // Finds the point with these coordinates (first match), or nullptr.
 const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
-                             std::uint64_t payload, std::int64_t work_ns, bool hot);
+                             std::uint64_t payload, std::int64_t work_ns, bool hot,
+                             std::string_view host = kDirectHost);
 
 }  // namespace xthread_lab

@@ -149,18 +149,105 @@ Payload make_payload(std::uint64_t total) {
   return p;
 }
 
-std::string describe(const XcallPointSpec& s) {
-  return "case " + std::to_string(s.case_id) + ", load " + std::string(load_name(s.load)) + ", payload " +
-         std::to_string(s.payload) + ", work " + std::to_string(s.work.count()) + "ns";
+// "case 1, load idle, payload 10, work 0ns", with ", host uv" after it when the host is not direct.
+std::string describe(const XcallPointSpec& s, Host host) {
+  std::string text = "case " + std::to_string(s.case_id) + ", load " + std::string(load_name(s.load)) + ", payload " +
+                     std::to_string(s.payload) + ", work " + std::to_string(s.work.count()) + "ns";
+  if (host != Host::direct) text += ", host " + std::string(host_name(host));
+  return text;
 }
+
+// One call's phases (see XcallSamples).
+struct CallTiming {
+  std::int64_t total_ns, schedule_ns, execute_ns, notify_ns;
+};
+
+// A standing backlog on the main loop (the priority point): `tasks` normal tasks, each busy-waiting
+// `work` and then queueing its replacement at the back, so `tasks` normal tasks stay queued (one of them
+// running) until stop(). Replacements are posted from the loop thread: no wake-up, no extra thread.
+class Backlog {
+ public:
+  Backlog(xthread::EventLoop& loop, std::size_t tasks, nanoseconds work)
+      : state_(std::make_shared<State>(loop, work)) {
+    for (std::size_t i = 0; i < tasks; ++i) post_task(state_);
+  }
+  Backlog(const Backlog&) = delete;
+  Backlog& operator=(const Backlog&) = delete;
+  // Any thread: backlog tasks finished so far.
+  std::uint64_t ran() const { return state_->ran.load(std::memory_order_relaxed); }
+  // No more replacements; queued tasks return at once. Returns the tasks run so far (one that is
+  // running may still finish: pass a barrier through the loop before relying on the loop being free).
+  std::uint64_t stop() {
+    state_->stopping.store(true, std::memory_order_relaxed);
+    return ran();
+  }
+
+ private:
+  struct State {
+    State(xthread::EventLoop& l, nanoseconds w) : loop(l), work(w) {}
+    xthread::EventLoop& loop;
+    nanoseconds work;
+    std::atomic<bool> stopping{false};
+    std::atomic<std::uint64_t> ran{0};
+  };
+  static void post_task(const std::shared_ptr<State>& state) {
+    state->loop.post([state] {
+      if (state->stopping.load(std::memory_order_relaxed)) return;
+      busy_wait(Clock::now(), state->work);
+      state->ran.fetch_add(1, std::memory_order_relaxed);
+      post_task(state);
+    });
+  }
+  std::shared_ptr<State> state_;
+};
+
+// The priority point's variants, in block order A B C D: the function's own default (normal), then
+// CallOptions {normal, at_front}, {high}, {high, at_front}.
+struct CallVariant {
+  xthread::CallOptions options;
+  bool function_default;  // call_sync() rather than call_sync_with(options)
+};
+constexpr CallVariant kCallVariants[] = {
+    {{xthread::Priority::normal, false}, true},
+    {{xthread::Priority::normal, true}, false},
+    {{xthread::Priority::high, false}, false},
+    {{xthread::Priority::high, true}, false},
+};
+
+std::string_view priority_name(xthread::Priority priority) {
+  switch (priority) {
+    case xthread::Priority::immediate: return "immediate";
+    case xthread::Priority::high: return "high";
+    case xthread::Priority::normal: return "normal";
+    case xthread::Priority::low: return "low";
+    case xthread::Priority::idle: return "idle";
+  }
+  return "?";
+}
+
+// What one host's pass over the plan is.
+struct HostPhase {
+  Host host = Host::direct;
+  bool measure_floors = true;     // the first pass measures the machine's floors
+  std::size_t points_before = 0;  // points measured by earlier passes (progress numbering)
+  std::size_t points_total = 0;   // every pass's points together
+};
 
 // Everything the caller thread does. Owns the worker loop and the thread-safe functions, so they are
 // created and destroyed while the main loop is still running.
 class Driver {
  public:
-  Driver(const XcallOptions& options, const std::vector<XcallPointSpec>& specs, Progress& progress,
-         xthread::EventLoop& main_loop, XcallReport& report, std::uint64_t seed)
-      : options_(options), specs_(specs), progress_(progress), main_loop_(main_loop), report_(report), rng_(seed) {}
+  Driver(const XcallOptions& options, const std::vector<XcallPointSpec>& specs, const HostPhase& phase,
+         Progress& progress, xthread::EventLoop& main_loop, XcallReport& report, std::uint64_t seed,
+         FibCalibrator& calibrator)
+      : options_(options),
+        specs_(specs),
+        phase_(phase),
+        progress_(progress),
+        main_loop_(main_loop),
+        report_(report),
+        rng_(seed),
+        calibrator_(calibrator) {}
 
   void run() {
     xthread::LoopThread worker("xcall-worker");
@@ -179,10 +266,12 @@ class Driver {
     });
     Concat* targets[3] = {&main_concat, &worker_concat, &worker_nested};
 
-    progress_.update("xcall: measuring floors");
-    report_.floors = measure_floors(options_.floor_round_trips);
+    if (phase_.measure_floors) {
+      progress_.update("xcall: measuring floors");
+      report_.floors = measure_floors(options_.floor_round_trips);
+    }
 
-    std::size_t done = 0;
+    std::size_t done = phase_.points_before;
     for (LoadLevel level : options_.loads) {
       std::vector<const XcallPointSpec*> group;
       for (const auto& s : specs_) {
@@ -192,6 +281,7 @@ class Driver {
 
       LoadInfo info;
       info.load = std::string(load_name(level));
+      info.host = std::string(host_name(phase_.host));
       std::shared_ptr<LoadState> state;
       xthread::Timer timer;
       Clock::time_point phase_start;
@@ -231,6 +321,7 @@ class Driver {
       }
       report_.loads.push_back(info);
     }
+    if (options_.priority_point) measure_priority_point();
     progress_.done();
   }
 
@@ -249,49 +340,62 @@ class Driver {
     return it->second;
   }
 
-  void one_call(Concat& target, const Payload& p, const XcallPointSpec& spec, XcallSamples* samples) {
+  // One checked call: call_sync, or call_sync_with(*options) when options is not null.
+  CallTiming one_call(Concat& target, const xthread::CallOptions* options, const Payload& p, std::string_view where) {
     std::string a = p.a;  // fresh copies, moved into the call as the study's arguments are
     std::string b = p.b;
     const auto issued = Clock::now();
-    Reply reply = target.call_sync(std::move(a), std::move(b));
+    Reply reply = options != nullptr ? target.call_sync_with(*options, std::move(a), std::move(b))
+                                     : target.call_sync(std::move(a), std::move(b));
     const auto resumed = Clock::now();
     if (options_.tamper_reply_for_test) options_.tamper_reply_for_test(reply.text);
     if (reply.text.size() != p.expected.size()) {
-      throw RunError("wrong answer (" + describe(spec) + "): expected " + std::to_string(p.expected.size()) +
+      throw RunError("wrong answer (" + std::string(where) + "): expected " + std::to_string(p.expected.size()) +
                      " characters, got " + std::to_string(reply.text.size()));
     }
     if (reply.text != p.expected) {
       const auto mismatch = std::mismatch(reply.text.begin(), reply.text.end(), p.expected.begin()).first;
-      throw RunError("wrong answer (" + describe(spec) + "): content differs at character " +
+      throw RunError("wrong answer (" + std::string(where) + "): content differs at character " +
                      std::to_string(mismatch - reply.text.begin()));
     }
-    if (samples == nullptr) return;
     auto ns = [](Clock::duration d) { return static_cast<std::int64_t>(nanoseconds(d).count()); };
-    samples->total_ns.push_back(ns(resumed - issued));
-    samples->schedule_ns.push_back(ns(reply.start - issued));
-    samples->execute_ns.push_back(ns(reply.end - reply.start));
-    samples->notify_ns.push_back(ns(resumed - reply.end));
+    return CallTiming{ns(resumed - issued), ns(reply.start - issued), ns(reply.end - reply.start), ns(resumed - reply.end)};
+  }
+
+  // The random pause before each call: none when hot, else --gap, else 0-200 us idle, 0-8 ms under load.
+  std::uniform_int_distribution<std::int64_t> gap_distribution(LoadLevel load) const {
+    std::pair<nanoseconds, nanoseconds> gap{nanoseconds(0), nanoseconds(0)};
+    if (!options_.hot) {
+      gap = options_.gap.value_or(load == LoadLevel::idle
+                                      ? std::pair{nanoseconds(0), nanoseconds(std::chrono::microseconds(200))}
+                                      : std::pair{nanoseconds(0), options_.load_period});
+    }
+    return std::uniform_int_distribution<std::int64_t>(gap.first.count(), gap.second.count());
+  }
+
+  // The gap spaces calls out (so they land at every phase of the load cycle); it is not used to
+  // synchronize anything.
+  void pause_before_call(std::uniform_int_distribution<std::int64_t>& gap_dist) {
+    if (options_.hot) return;
+    const nanoseconds pause(gap_dist(rng_));
+    if (pause.count() > 0) std::this_thread::sleep_for(pause);
   }
 
   void measure(const XcallPointSpec& spec, Concat& target, std::size_t index) {
-    const bool idle = spec.load == LoadLevel::idle;
     const std::size_t calls = calls_per_point(options_, spec.load);
-    std::pair<nanoseconds, nanoseconds> gap{nanoseconds(0), nanoseconds(0)};
-    if (!options_.hot) {
-      gap = options_.gap.value_or(idle ? std::pair{nanoseconds(0), nanoseconds(std::chrono::microseconds(200))}
-                                       : std::pair{nanoseconds(0), options_.load_period});
-    }
-    std::uniform_int_distribution<std::int64_t> gap_dist(gap.first.count(), gap.second.count());
+    auto gap_dist = gap_distribution(spec.load);
     const Payload& p = payload(spec.payload);
     work_ns_.store(spec.work.count(), std::memory_order_relaxed);
 
-    const std::string label = "xcall [" + std::to_string(index) + "/" + std::to_string(specs_.size()) + "] " +
-                              describe(spec) + ": ";
+    const std::string where = describe(spec, phase_.host);
+    const std::string label = "xcall [" + std::to_string(index) + "/" + std::to_string(phase_.points_total) + "] " +
+                              where + ": ";
     progress_.update(label + "warm-up");
     const CpuTimes cpu_start = process_cpu_times();
-    for (std::size_t i = 0; i < options_.warmup; ++i) one_call(target, p, spec, nullptr);
+    for (std::size_t i = 0; i < options_.warmup; ++i) one_call(target, nullptr, p, where);
 
     XcallPoint point;
+    point.host = std::string(host_name(phase_.host));
     point.case_id = spec.case_id;
     point.load = std::string(load_name(spec.load));
     point.payload = spec.payload;
@@ -303,13 +407,12 @@ class Driver {
     point.samples.notify_ns.reserve(calls);
     auto last_update = Clock::now();
     for (std::size_t i = 0; i < calls; ++i) {
-      if (!options_.hot) {
-        // The gap spaces calls out (so they land at every phase of the load cycle); it is not used to
-        // synchronize anything.
-        const nanoseconds pause(gap_dist(rng_));
-        if (pause.count() > 0) std::this_thread::sleep_for(pause);
-      }
-      one_call(target, p, spec, &point.samples);
+      pause_before_call(gap_dist);
+      const CallTiming t = one_call(target, nullptr, p, where);
+      point.samples.total_ns.push_back(t.total_ns);
+      point.samples.schedule_ns.push_back(t.schedule_ns);
+      point.samples.execute_ns.push_back(t.execute_ns);
+      point.samples.notify_ns.push_back(t.notify_ns);
       if (progress_.active() && Clock::now() - last_update > std::chrono::milliseconds(100)) {
         last_update = Clock::now();
         progress_.update(label + std::to_string(i + 1) + "/" + std::to_string(calls));
@@ -322,16 +425,92 @@ class Driver {
     report_.points.push_back(std::move(point));
   }
 
+  // The priority point on this host: case 1, payload 10, no callee work, beside a standing backlog; one
+  // call per variant per block (A B C D, then D C B A, ...), --warmup unrecorded blocks first.
+  void measure_priority_point() {
+    constexpr std::size_t kVariants = std::size(kCallVariants);
+    const std::size_t blocks = calls_per_point(options_, LoadLevel::idle);
+    auto gap_dist = gap_distribution(LoadLevel::idle);
+    const Payload& p = payload(10);
+    work_ns_.store(0, std::memory_order_relaxed);
+    const std::string where =
+        "priority point, case 1, payload 10" +
+        (phase_.host == Host::direct ? std::string() : ", host " + std::string(host_name(phase_.host)));
+    std::vector<std::int64_t> totals_ns[kVariants];
+    std::vector<double> tasks_ahead[kVariants];
+
+    Backlog backlog(main_loop_, options_.backlog_tasks, options_.backlog_task_work);
+    // Case 1's callee, which also notes how many backlog tasks had run when it started (read by this
+    // thread after call_sync returned, which orders it).
+    std::uint64_t backlog_ran_at_callee_start = 0;
+    Concat main_concat(main_loop_, [&](std::string a, std::string b) {
+      backlog_ran_at_callee_start = backlog.ran();
+      return concatenate(std::move(a), std::move(b), nanoseconds(0));
+    });
+    auto last_update = Clock::now();
+    for (std::size_t block = 0; block < options_.warmup + blocks; ++block) {
+      const bool recorded = block >= options_.warmup;
+      for (std::size_t k = 0; k < kVariants; ++k) {
+        const std::size_t v = block % 2 == 0 ? k : kVariants - 1 - k;
+        pause_before_call(gap_dist);
+        const std::uint64_t ran_before = backlog.ran();
+        const CallVariant& variant = kCallVariants[v];
+        const CallTiming t = one_call(main_concat, variant.function_default ? nullptr : &variant.options, p, where);
+        if (!recorded) continue;
+        totals_ns[v].push_back(t.total_ns);
+        tasks_ahead[v].push_back(static_cast<double>(backlog_ran_at_callee_start - ran_before));
+      }
+      if (progress_.active() && Clock::now() - last_update > std::chrono::milliseconds(100)) {
+        last_update = Clock::now();
+        progress_.update("xcall " + where + ": block " + std::to_string(block + 1) + "/" +
+                         std::to_string(options_.warmup + blocks));
+      }
+    }
+    report_.priority->backlog_tasks_run += backlog.stop();
+    barrier_main();  // the backlog's last tasks have returned
+
+    for (std::size_t v = 0; v < kVariants; ++v) {
+      PriorityVariant out;
+      out.host = std::string(host_name(phase_.host));
+      out.priority = std::string(priority_name(kCallVariants[v].options.priority));
+      out.at_front = kCallVariants[v].options.at_front;
+      out.calls = totals_ns[v].size();
+      out.total_ns = std::move(totals_ns[v]);
+      out.total_us = scaled(summarize(std::vector<double>(out.total_ns.begin(), out.total_ns.end())), 1e-3);
+      out.backlog_tasks_ahead = summarize(tasks_ahead[v]);
+      report_.priority->variants.push_back(std::move(out));
+    }
+  }
+
   const XcallOptions& options_;
   const std::vector<XcallPointSpec>& specs_;
+  const HostPhase& phase_;
   Progress& progress_;
   xthread::EventLoop& main_loop_;
   XcallReport& report_;
   std::mt19937_64 rng_;
   std::atomic<std::int64_t> work_ns_{0};  // work of the current point; published to callees by the call itself
   std::map<std::uint64_t, Payload> payloads_;
-  FibCalibrator calibrator_;
+  FibCalibrator& calibrator_;
 };
+
+// The priority point's method, in words, for the report beside its table.
+std::string priority_method(const XcallOptions& o) {
+  std::string gap = "no gap (--hot)";
+  if (!o.hot) {
+    const auto range = o.gap.value_or(std::pair{nanoseconds(0), nanoseconds(std::chrono::microseconds(200))});
+    gap = "a random " + duration_text(range.first) + "-" + duration_text(range.second) + " gap";
+  }
+  return "case 1 (caller -> main loop, payload 10, no callee work) while the main loop keeps a standing backlog of " +
+         std::to_string(o.backlog_tasks) + " normal tasks of " + duration_text(o.backlog_task_work) +
+         " busy-wait each (a backlog task queues its replacement at the back when it has run). Each block makes one "
+         "call per variant: A call_sync (the function's default priority, normal), B call_sync_with {normal, "
+         "at_front}, C {high}, D {high, at_front}; blocks alternate A B C D and D C B A so drift reaches every "
+         "variant alike; " + std::to_string(o.warmup) + " unrecorded blocks, then " +
+         std::to_string(calls_per_point(o, LoadLevel::idle)) + " measured blocks per host; " + gap +
+         " before each call. tasks ahead = backlog tasks that ran between the call's issue and its callee's "
+         "start.";
+}
 
 nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_t planned) {
   nlohmann::json loads = nlohmann::json::array();
@@ -340,6 +519,8 @@ nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_
   for (auto w : o.works) works.push_back(w.count());
   nlohmann::json forced = nlohmann::json::object();
   for (const auto& [level, n] : o.load_fib) forced[std::string(load_name(level))] = n;
+  nlohmann::json hosts = nlohmann::json::array();
+  for (Host h : o.hosts) hosts.push_back(host_name(h));
   auto gap_json = [&](bool idle) -> nlohmann::json {
     if (o.hot) return {0, 0};
     if (o.gap) return {o.gap->first.count(), o.gap->second.count()};
@@ -363,6 +544,10 @@ nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_
       {"floor_round_trips", o.floor_round_trips},
       {"seed", seed},
       {"points_planned", planned},
+      {"hosts", hosts},
+      {"priority_point", o.priority_point ? nlohmann::json{{"backlog_tasks", o.backlog_tasks},
+                                                           {"backlog_task_ns", o.backlog_task_work.count()}}
+                                          : nlohmann::json(nullptr)},
   };
 }
 
@@ -408,6 +593,20 @@ void validate(const XcallOptions& o) {
   for (const auto& [level, n] : o.load_fib) {
     if (n < 1 || n > 60) throw UsageError("--load-fib n must be in 1..60, got " + std::to_string(n));
   }
+  if (o.hosts.empty()) throw UsageError("no host given");
+  for (auto it = o.hosts.begin(); it != o.hosts.end(); ++it) {
+    if (std::find(o.hosts.begin(), it, *it) != it) {
+      throw UsageError("--host lists '" + std::string(host_name(*it)) + "' twice (each host measures the whole plan once)");
+    }
+  }
+  if (o.backlog_tasks < 1 || o.backlog_tasks > kMaxBacklogTasks) {
+    throw UsageError("--backlog-tasks must be in 1.." + std::to_string(kMaxBacklogTasks) + ", got " +
+                     std::to_string(o.backlog_tasks));
+  }
+  if (o.backlog_task_work < nanoseconds(0) || o.backlog_task_work > kMaxBacklogTaskWork) {
+    throw UsageError("--backlog-task-work must be in 0.." + duration_text(kMaxBacklogTaskWork) + ", got " +
+                     duration_text(o.backlog_task_work));
+  }
 }
 
 std::vector<XcallPointSpec> plan_points(const XcallOptions& o) {
@@ -445,26 +644,22 @@ std::size_t calls_per_point(const XcallOptions& options, LoadLevel load) {
 void apply_load_model(std::vector<XcallPoint>& points, const std::vector<LoadInfo>& loads) {
   for (XcallPoint& p : points) {
     if (p.load == "idle") continue;
-    const XcallPoint* idle = find_point(points, p.case_id, "idle", p.payload, p.work_ns, p.hot);
-    const auto info = std::find_if(loads.begin(), loads.end(), [&](const LoadInfo& l) { return l.load == p.load; });
+    const XcallPoint* idle = find_point(points, p.case_id, "idle", p.payload, p.work_ns, p.hot, p.host);
+    const auto info = std::find_if(loads.begin(), loads.end(),
+                                   [&](const LoadInfo& l) { return l.load == p.load && l.host == p.host; });
     if (idle == nullptr || info == loads.end()) continue;
     const double wait_us = p.case_id == 2 ? 0.0 : info->duty * info->load_ms * 1000.0 / 2.0;
     p.model_us = idle->total_us.mean + wait_us;
   }
 }
 
-XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
-  validate(options);
-  const std::vector<XcallPointSpec> specs = plan_points(options);
-  std::uint64_t seed = options.seed;
-  if (seed == 0) seed = (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+namespace {
 
-  XcallReport report;
-  report.machine = machine_info();
-  report.config = config_json(options, seed, specs.size());
-  const auto wall_start = Clock::now();
-  const CpuTimes cpu_start = process_cpu_times();
-
+// One host's pass: a fresh main loop driven by `phase.host` on this thread, and the caller thread running
+// a Driver over `specs` (and the priority point). Rethrows the Driver's failure; a failing host becomes
+// a RunError after the loop was stopped, so the caller is released with ClosedError and joined.
+void run_host_phase(const XcallOptions& options, const std::vector<XcallPointSpec>& specs, const HostPhase& phase,
+                    Progress& progress, XcallReport& report, std::uint64_t seed, FibCalibrator& calibrator) {
   xthread::EventLoop main_loop;
   std::exception_ptr failure;
   std::promise<void> loop_running;
@@ -474,7 +669,7 @@ XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
     // precede run().
     loop_running.get_future().wait();
     try {
-      Driver driver(options, specs, progress, main_loop, report, seed);
+      Driver driver(options, specs, phase, progress, main_loop, report, seed, calibrator);
       driver.run();
     } catch (...) {
       failure = std::current_exception();
@@ -482,10 +677,55 @@ XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
     main_loop.stop();
   });
   main_loop.post([&loop_running] { loop_running.set_value(); });
-  main_loop.run();
+  std::exception_ptr host_failure;
+  try {
+    run_hosted(main_loop, phase.host);
+  } catch (...) {
+    host_failure = std::current_exception();
+    main_loop.stop();  // nobody drives it any more: queued and later calls fail with ClosedError
+    try {
+      loop_running.set_value();  // the first task may never have run
+    } catch (const std::future_error&) {
+    }
+  }
   caller.join();
   progress.done();
+  if (host_failure) {
+    try {
+      std::rethrow_exception(host_failure);
+    } catch (const std::exception& e) {
+      throw RunError("main loop host '" + std::string(host_name(phase.host)) + "' failed: " + e.what());
+    }
+  }
   if (failure) std::rethrow_exception(failure);
+}
+
+}  // namespace
+
+XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
+  validate(options);
+  const std::vector<XcallPointSpec> specs = options.priority_point ? std::vector<XcallPointSpec>{} : plan_points(options);
+  std::uint64_t seed = options.seed;
+  if (seed == 0) seed = (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
+
+  XcallReport report;
+  report.machine = machine_info();
+  report.config = config_json(options, seed, specs.size() * options.hosts.size());
+  if (options.priority_point) {
+    report.priority.emplace();
+    report.priority->backlog_tasks = options.backlog_tasks;
+    report.priority->backlog_task_ns = options.backlog_task_work.count();
+    report.priority->method = priority_method(options);
+  }
+  const auto wall_start = Clock::now();
+  const CpuTimes cpu_start = process_cpu_times();
+
+  FibCalibrator calibrator;  // shared, so every host runs the same Fibonacci n
+  for (std::size_t i = 0; i < options.hosts.size(); ++i) {
+    const HostPhase phase{options.hosts[i], i == 0, i * specs.size(), specs.size() * options.hosts.size()};
+    // The same seed for every host: each pass draws the same gaps.
+    run_host_phase(options, specs, phase, progress, report, seed, calibrator);
+  }
 
   const CpuTimes cpu_end = process_cpu_times();
   report.cpu = CpuTimes{cpu_end.user_s - cpu_start.user_s, cpu_end.system_s - cpu_start.system_s};

@@ -7,6 +7,12 @@
 //  - "caller": a separate std::thread that makes one ThreadSafeFunction::call_sync at a time.
 // Cases: 1 caller -> main loop concatenates and returns; 2 caller -> worker loop concatenates;
 //        3 caller -> worker loop, whose callee does a nested call_sync to the main loop to concatenate.
+// Host (--host, xcall/hosts.hpp): the main loop runs its own run(), or is hosted by libuv (`uv`), or by
+// libuv inside an outer epoll loop that re-posts each wake-up as a task (`uv-nested`); with several hosts
+// the whole plan is measured once per host, in the order given, each with a fresh main loop and worker.
+// Per-call-priority point (--priority-point): instead of the plan, case 1 while the main loop has a
+// standing backlog of `normal` tasks, calling with the function's default priority, at_front, high and
+// high + at_front, one call of each per block, the order reversed every other block.
 // Main-thread load: a post_every(8 ms) timer on the main loop runs naive recursive Fibonacci, refreshes
 // a random UUID string, then busy-waits until the run has lasted its target (2 ms "medium", 7 ms
 // "heavy"): n is the largest whose time is at most kLoadFibShare of the target, the timed top-up does
@@ -25,6 +31,7 @@
 
 #include "common/flags.hpp"
 #include "common/output.hpp"
+#include "xcall/hosts.hpp"
 #include "xcall/results.hpp"
 
 namespace xthread_lab {
@@ -62,16 +69,23 @@ struct XcallOptions {
   double heavy_target_ms = 7.0;
   std::size_t floor_round_trips = 20000;
   std::uint64_t seed = 0;  // 0 = random
+  std::vector<Host> hosts = {Host::direct};  // each measures the whole plan, in this order
+  bool priority_point = false;  // measure the per-call-priority point instead of the plan
+  std::size_t backlog_tasks = 64;  // priority point: normal tasks kept queued on the main loop
+  std::chrono::nanoseconds backlog_task_work = std::chrono::microseconds(5);  // busy-wait of each
   // Test hook, not reachable from the command line: applied by the caller to every returned string
   // before it is checked, to prove that a wrong answer fails the run.
   std::function<void(std::string&)> tamper_reply_for_test;
 };
 
+inline constexpr std::size_t kMaxBacklogTasks = 4096;
+inline constexpr std::chrono::nanoseconds kMaxBacklogTaskWork = std::chrono::milliseconds(1);
+
 inline constexpr std::size_t kDefaultIdleCalls = 2000;
 inline constexpr std::size_t kDefaultLoadedCalls = 1000;
 
 // Measured calls of one point at this load: options.calls if given, else kDefaultIdleCalls when idle or
-// hot, kDefaultLoadedCalls under load.
+// hot, kDefaultLoadedCalls under load. The priority point makes this many calls per variant (idle).
 std::size_t calls_per_point(const XcallOptions& options, LoadLevel load);
 
 // One point to measure.
@@ -88,8 +102,8 @@ struct XcallPointSpec {
 // order given), then case, payload, work, so each load phase runs once.
 std::vector<XcallPointSpec> plan_points(const XcallOptions& options);
 
-// Checks the options (cases in 1..3, payloads in 1..1 GiB, non-empty lists, gap min <= max);
-// throws UsageError.
+// Checks the options (cases in 1..3, payloads in 1..1 GiB, non-empty lists, gap min <= max, at least one
+// host and none twice, backlog in 1..kMaxBacklogTasks tasks of 0..kMaxBacklogTaskWork); throws UsageError.
 void validate(const XcallOptions& options);
 
 // Naive recursive Fibonacci (the study's load); not inlined so it cannot be folded.
@@ -102,7 +116,8 @@ std::uint64_t fibonacci(int n);
 void apply_load_model(std::vector<XcallPoint>& points, const std::vector<LoadInfo>& loads);
 
 // Runs the whole scenario. Must be called on the thread that is to be the "main thread" (it runs the
-// main EventLoop on it until the measurements are done). Throws RunError on a wrong answer; the loops
+// main EventLoop on it, driven by each host in turn, until the measurements are done). A host that
+// fails (libuv or epoll error) is a RunError too. Throws RunError on a wrong answer; the loops
 // and threads are shut down cleanly before it returns or throws.
 XcallReport run_xcall(const XcallOptions& options, Progress& progress);
 

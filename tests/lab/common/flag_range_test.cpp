@@ -79,6 +79,14 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_payload_negative", "xcall", "--payload", "-10"},
         BadFlag{"xcall_case_empty", "xcall", "--case", ""},
         BadFlag{"xcall_load_empty", "xcall", "--load", ""},
+        BadFlag{"xcall_host_empty", "xcall", "--host", ""},
+        BadFlag{"xcall_host_unknown", "xcall", "--host", "libuv"},
+        BadFlag{"xcall_host_twice", "xcall", "--host", "uv,uv", "uv"},
+        // xcall: the priority point's backlog
+        BadFlag{"xcall_backlog_tasks_zero", "xcall", "--backlog-tasks", "0"},
+        BadFlag{"xcall_backlog_tasks_huge", "xcall", "--backlog-tasks", "4097"},
+        BadFlag{"xcall_backlog_task_work_too_long", "xcall", "--backlog-task-work", "2ms"},
+        BadFlag{"xcall_backlog_task_work_no_unit", "xcall", "--backlog-task-work", "5"},
         // xcall: durations
         BadFlag{"xcall_work_too_long", "xcall", "--work", "11s"},
         BadFlag{"xcall_work_hours", "xcall", "--work", "100000000s"},

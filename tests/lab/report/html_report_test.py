@@ -143,6 +143,25 @@ class HtmlReportTest(unittest.TestCase):
         self.assertNotIn("<script", page)
         self.assertNotIn("http://", page)
 
+    def test_hosted_xcall_points_are_their_own_series(self):
+        doc = xcall_doc()
+        hosted = []
+        for host, factor in (("uv", 1.5), ("uv-nested", 3.0)):
+            for p in doc["points"]:
+                q = dict(p, host=host, total_us=summary(p["total_us"]["mean"] * factor))
+                hosted.append(q)
+        doc["points"] = hosted[:len(doc["points"])] + doc["points"] + hosted[len(doc["points"]):]  # uv first
+        doc["loads"] = [dict(info, host=h) for h in ("uv", "direct", "uv-nested") for info in doc["loads"]]
+        self.dir.write("xcall/results.json", doc)
+        self.dir.run_json("quick", [("xcall", 0, "")])
+        _, body = section(self.dir.page(), "xcall")
+        for name in ("xthread (uv)", "xthread (uv-nested)", "uv/direct"):
+            self.assertIn(name, body)
+        # Case 1 idle 10 chars: direct 10, uv 15 (1.5x), whatever order the points came in.
+        load_table = re.search(r'<table id="xcall-load".*?</table>', body, re.S).group(0)
+        self.assertIn("1.50×", load_table)
+        self.assertIn("15.0", load_table)
+
     def test_failed_part_and_earlier_part_are_labelled(self):
         self.dir.write("xcall/results.json", xcall_doc())
         self.dir.run_json("full", [("xcall", 0, "")])

@@ -84,6 +84,7 @@ TEST_F(XcallSchema, Points) {
   ASSERT_EQ(points.size(), 3u * 2u + 3u);  // load sweep at 10 chars + idle payload 1000
   for (const auto& p : points) {
     EXPECT_EQ(p.at("implementation"), "xthread");
+    EXPECT_EQ(p.at("host"), "direct") << "without --host every point is hosted directly";
     EXPECT_TRUE(p.at("case").is_number_integer());
     EXPECT_TRUE(p.at("load").is_string());
     EXPECT_TRUE(p.at("payload").is_number_unsigned());
@@ -141,6 +142,23 @@ TEST_F(XcallSchema, CpuPerCallIsOptionalAndChecked) {
     FAIL() << "accepted a string as cpu_us_per_call";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("cpu_us_per_call"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(XcallSchema, HostIsOptionalAndChecked) {
+  ASSERT_NE(doc_, nullptr);
+  EXPECT_EQ(doc_->at("config").at("hosts"), json::array({"direct"}));
+  EXPECT_TRUE(doc_->at("config").at("priority_point").is_null());
+  EXPECT_TRUE(doc_->at("priority").is_null());
+  json point = doc_->at("points")[0];
+  point.erase("host");  // a file written before the key existed
+  EXPECT_EQ(xthread_lab::read_xcall_points(json::array({point}))[0].host, "direct");
+  point["host"] = 7;
+  try {
+    xthread_lab::read_xcall_points(json::array({point}));
+    FAIL() << "accepted a number as host";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("'host'"), std::string::npos) << e.what();
   }
 }
 
