@@ -1,8 +1,13 @@
 #include "xthread/event_loop.hpp"
 
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <stdexcept>
+#include <system_error>
 
 #include "xthread/detail/futex.hpp"
 
@@ -146,9 +151,9 @@ bool LoopCore::add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::
   timer->sequence = timer_sequence_++;
   new_timers_.push_back(timer);  // may throw bad_alloc: nothing has changed then
   nonempty_.fetch_or(kTimersBit, std::memory_order_release);
-  const bool wake = claim_wake();
+  const Wake wake = claim_wake();
   lock.unlock();
-  if (wake) futex_wake_one(park_word_);
+  deliver_wake(wake);
   return true;
 }
 
@@ -180,9 +185,9 @@ bool LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
   timer->next_cancelled = std::move(core->cancelled_head_);
   core->cancelled_head_ = timer;
   core->nonempty_.fetch_or(kTimersBit, std::memory_order_release);
-  const bool wake = core->claim_wake();
+  const Wake wake = core->claim_wake();
   lock.unlock();
-  if (wake) futex_wake_one(core->park_word_);
+  core->deliver_wake(wake);
   return true;
 }
 
@@ -296,9 +301,14 @@ void LoopCore::heap_sift_down(std::size_t index) noexcept {
 
 // ---- the loop ---------------------------------------------------------------------------------
 
-LoopCore::LoopCore(ErrorHandler on_error) : on_error_(std::move(on_error)) {}
+LoopCore::LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit)
+    : starvation_limit_(starvation_limit), on_error_(std::move(on_error)) {}
 
-LoopCore::~LoopCore() { close_and_wait(); }
+LoopCore::~LoopCore() {
+  close_and_wait();
+  const int fd = wake_fd_.load(std::memory_order_acquire);
+  if (fd >= 0) ::close(fd);
+}
 
 LoopCore* LoopCore::current() noexcept { return current_loop; }
 
@@ -314,13 +324,31 @@ void LoopCore::report_error(std::exception_ptr error) noexcept {
   }
 }
 
-bool LoopCore::claim_wake() noexcept {
-  // Only the first producer to find the loop parked pays for a futex wake; the rest see kNotified
-  // (or kRunning) and return. That is the coalescing promise.
-  if (park_word_.load(std::memory_order_relaxed) != kParked) return false;  // relaxed: under mutex_
-  park_word_.store(kNotified, std::memory_order_relaxed);                     // relaxed: under mutex_
-  wakeups_.fetch_add(1, std::memory_order_relaxed);                           // relaxed: a statistic
-  return true;
+LoopCore::Wake LoopCore::claim_wake() noexcept {
+  // Only the first producer to find the loop parked (or its host waiting) pays for a wake; the rest
+  // see kNotified (or kRunning) and return. That is the coalescing promise.
+  const std::uint32_t state = park_word_.load(std::memory_order_relaxed);  // relaxed: under mutex_
+  if (state != kParked && state != kHostWaiting) return Wake::none;
+  park_word_.store(kNotified, std::memory_order_relaxed);  // relaxed: under mutex_
+  wakeups_.fetch_add(1, std::memory_order_relaxed);        // relaxed: a statistic
+  return state == kParked ? Wake::futex : Wake::fd;
+}
+
+void LoopCore::deliver_wake(Wake wake) noexcept {
+  if (wake == Wake::futex) {
+    futex_wake_one(park_word_);
+  } else if (wake == Wake::fd) {
+    signal_wake_fd();
+  }
+}
+
+void LoopCore::signal_wake_fd() noexcept {
+  // acquire: pairs with wakeup_fd()'s release store (the fd is fully made).
+  const int fd = wake_fd_.load(std::memory_order_acquire);
+  if (fd < 0) return;  // a host without an fd calls run_ready() on its own schedule
+  const std::uint64_t one = 1;
+  // Cannot block (EFD_NONBLOCK); EAGAIN only when the counter is near 2^64: readable anyway.
+  [[maybe_unused]] const auto written = ::write(fd, &one, sizeof one);
 }
 
 bool LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
@@ -337,11 +365,14 @@ bool LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
     queues_[level].push_back(task);
   }
   ++counts_[level];
+  // An idle task from another thread may begin a new idle round (one from the loop's own thread,
+  // say an idle task re-posting itself, waits for the next wake-up).
+  if (level == kIdleLevel && !in_loop_thread()) idle_round_allowed_ = true;
   // release: the spinning loop thread acquires this bit and then takes the mutex anyway.
   nonempty_.fetch_or(bits, std::memory_order_release);
-  const bool wake = claim_wake();
+  const Wake wake = claim_wake();
   lock.unlock();
-  if (wake) futex_wake_one(park_word_);
+  deliver_wake(wake);
   return true;
 }
 
@@ -354,9 +385,10 @@ void LoopCore::stop() noexcept {
     if (running_) {
       // Make the loop see the request now, even if it is parked with a long timer timeout.
       nonempty_.fetch_or(kTimersBit, std::memory_order_release);
-      const bool wake = claim_wake();
+      const Wake wake = claim_wake();
       lock.unlock();
-      if (wake) futex_wake_one(park_word_);
+      deliver_wake(wake);
+      signal_wake_fd();  // a host watching the fd notices the stop too
       return;
     }
     // No thread is running the loop: nobody else will ever run what is queued, so discard it here
@@ -364,6 +396,7 @@ void LoopCore::stop() noexcept {
     leftovers = take_everything();
   }
   discard_leftovers(leftovers);
+  signal_wake_fd();  // a hosted loop: its host wakes, sees stopped(), and unregisters the fd
 }
 
 void LoopCore::close_and_wait() noexcept {
@@ -427,27 +460,42 @@ LoopStats LoopCore::stats() const {
                    parks_.load(std::memory_order_relaxed), pending};
 }
 
-void LoopCore::run_tasks(TaskList batch, std::size_t count, std::size_t level) {
+std::size_t LoopCore::run_tasks(TaskList batch, std::size_t count, std::size_t level, std::size_t budget) {
   // Between two tasks the rest of the batch goes back to the front of its queue (behind any at_front
   // task of this level) when a more urgent level has work, an at_front task of this level arrived, a
-  // timer is due, timers were added or cancelled, or stop() was called; the main loop then queues due
-  // timers and picks the most urgent work again.
+  // timer is due, timers were added or cancelled, stop() was called, the anti-starvation count is
+  // reached, or the budget (run_ready's max_tasks) is spent; the main loop then queues due timers and
+  // picks the most urgent work again.
   const std::uint32_t interrupting = ((1u << level) - 1u) | kTimersBit | front_bit(level);
+  // Less urgent levels above idle: while one has work, this level's tasks count toward its streak.
+  const std::uint32_t less_urgent = level < kIdleLevel ? (kIdleBit - 1u) & ~((2u << level) - 1u) : 0u;
+  std::size_t ran = 0;
   for (LoopTask* task = batch.head; task != nullptr;) {
     LoopTask* next = task->next;
     task->run(*this);  // may dispose of the task: `next` was read first
     tasks_run_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
+    ++ran;
     --count;
     task = next;
-    if (task == nullptr) break;
     // acquire: pairs with post()'s release; a stale zero only delays preemption by one task.
-    if ((nonempty_.load(std::memory_order_acquire) & interrupting) != 0 ||
+    const std::uint32_t waiting = nonempty_.load(std::memory_order_acquire);
+    bool starving = false;
+    if (starvation_limit_ != 0 && less_urgent != 0) {
+      if ((waiting & less_urgent) != 0) {
+        starving = ++streaks_[level] >= starvation_limit_;
+      } else {
+        streaks_[level] = 0;
+      }
+    }
+    if (task == nullptr) break;
+    if ((waiting & interrupting) != 0 || starving || ran >= budget ||
         stop_requested_.load(std::memory_order_acquire) || timer_due_now()) {
       MutexLock lock(mutex_);
       give_back_locked(level, TaskList{task, batch.tail}, count);
-      return;
+      break;
     }
   }
+  return ran;
 }
 
 void LoopCore::give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept {
@@ -460,12 +508,13 @@ void LoopCore::give_back_locked(std::size_t level, TaskList rest, std::size_t co
   nonempty_.fetch_and(~front_bit(level), std::memory_order_relaxed);
 }
 
-void LoopCore::leave_run(bool stopped) noexcept {
+void LoopCore::leave_run(bool stopped, bool hosted) noexcept {
   Leftovers leftovers;
   {
     MutexLock lock(mutex_);
     running_ = false;
-    loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
+    // A host's thread stays the loop's thread between run_ready() calls (EventLoop::in_loop_thread).
+    if (!hosted) loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
     // Stopped (or stop() raced an exception out of run()): discard queued work and timers. Left by
     // an exception on an open loop: keep everything; run() may be called again.
     if (stopped || closed_.load(std::memory_order_relaxed)) leftovers = take_everything();
@@ -476,103 +525,160 @@ void LoopCore::leave_run(bool stopped) noexcept {
   futex_wake_all(run_exit_word_);
 }
 
-void LoopCore::run() {
-  {
-    MutexLock lock(mutex_);
-    if (running_) throw std::logic_error("xthread::EventLoop::run: the loop is already running on another thread");
-    if (closed_.load(std::memory_order_relaxed)) return;
-    running_ = true;
-    run_exit_word_.store(1, std::memory_order_relaxed);  // relaxed: read by close_and_wait after stop()
-    loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+bool LoopCore::enter_run() {
+  MutexLock lock(mutex_);
+  if (running_) {
+    throw std::logic_error(
+        "xthread::EventLoop::run/run_ready: the loop is already running (on another thread, or this call "
+        "comes from inside one of its own tasks)");
   }
-  // Whatever way run() ends — stop(), or an exception such as bad_alloc while adopting timers — the
-  // loop is left not running, and close_and_wait() (the destructor) can proceed.
+  if (closed_.load(std::memory_order_relaxed)) return false;
+  running_ = true;
+  idle_round_allowed_ = true;  // entering is a wake-up
+  park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
+  run_exit_word_.store(1, std::memory_order_relaxed);     // relaxed: read by close_and_wait after stop()
+  loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  return true;
+}
+
+std::uint32_t LoopCore::ready_mask() const noexcept {
+  // Idle work counts as ready only while an idle round runs or may begin.
+  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~kIdleBit;
+}
+
+bool LoopCore::ready_locked() const noexcept {
+  return (nonempty_.load(std::memory_order_relaxed) & ready_mask()) != 0 ||  // relaxed: under mutex_
+         stop_requested_.load(std::memory_order_relaxed);
+}
+
+LoopCore::Step LoopCore::iterate(std::size_t budget) {
+  std::array<TaskList, kLevels> due{};
+  std::array<std::size_t, kLevels> due_counts{};
+  const bool any_due = collect_due_timers(due, due_counts);
+
+  TaskList batch;
+  std::size_t count = 0;
+  std::size_t level = kLevels;
+  bool timer_changes = false;
+  std::shared_ptr<TimerState> cancelled;
+  {
+    // One critical section per iteration: queue due timers, take timer changes, take the most
+    // urgent batch. Taking timer changes in the same critical section as the batch means a task
+    // posted after a cancel() returned runs after that timer's captures are gone.
+    MutexLock lock(mutex_);
+    park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
+    if (any_due) {
+      for (std::size_t l = 0; l < kLevels; ++l) {
+        if (due[l].empty()) continue;
+        queues_[l].append(due[l]);  // a due timer joins its priority's queue, behind what is there
+        counts_[l] += due_counts[l];
+        nonempty_.fetch_or(1u << l, std::memory_order_relaxed);  // relaxed: under mutex_
+      }
+    }
+    if (stop_requested_.load(std::memory_order_relaxed)) return Step::stop;
+    if ((nonempty_.load(std::memory_order_relaxed) & kTimersBit) != 0) {
+      cancelled = take_timer_changes_locked();
+      timer_changes = true;
+    }
+    // The most urgent level above idle with work, unless the anti-starvation rule makes it yield:
+    // its streak reached the limit while a less urgent level above idle waits. A level picked
+    // because a more urgent one yielded runs one task, then strict order resumes.
+    bool yielded = false;
+    for (std::size_t candidate = 0; candidate < kIdleLevel; ++candidate) {
+      if (queues_[candidate].empty()) continue;
+      if (starvation_limit_ != 0 && streaks_[candidate] >= starvation_limit_) {
+        bool less_urgent_waits = false;
+        for (std::size_t lower = candidate + 1; lower < kIdleLevel; ++lower) less_urgent_waits |= !queues_[lower].empty();
+        if (less_urgent_waits) {
+          yielded = true;
+          continue;
+        }
+        streaks_[candidate] = 0;
+      }
+      level = candidate;
+      break;
+    }
+    if (level != kLevels) {
+      for (std::size_t more_urgent = 0; more_urgent < level; ++more_urgent) streaks_[more_urgent] = 0;
+      TaskList& queue = queues_[level];
+      if (!yielded) {
+        batch = std::exchange(queue, TaskList{});
+        count = std::exchange(counts_[level], 0);
+        fronts_[level] = 0;
+        nonempty_.fetch_and(~((1u << level) | front_bit(level)), std::memory_order_relaxed);
+      } else {
+        batch.head = batch.tail = queue.head;
+        queue.head = queue.head->next;
+        if (queue.head == nullptr) {
+          queue.tail = nullptr;
+          nonempty_.fetch_and(~((1u << level) | front_bit(level)), std::memory_order_relaxed);
+        }
+        batch.head->next = nullptr;
+        count = 1;
+        --counts_[level];
+        if (fronts_[level] > 0) --fronts_[level];
+      }
+    } else if (!queues_[kIdleLevel].empty() && !timer_changes && adopting_.empty() &&
+               (idle_round_left_ > 0 || idle_round_allowed_)) {
+      // Idle work (only when every other queue is empty, and not while timers are still to be
+      // adopted: one of them may be due already): one task at a time, in rounds (see EventLoop).
+      if (idle_round_left_ == 0) {
+        idle_round_left_ = counts_[kIdleLevel];
+        idle_round_allowed_ = false;
+      }
+      --idle_round_left_;
+      level = kIdleLevel;
+      TaskList& queue = queues_[kIdleLevel];
+      batch.head = batch.tail = queue.head;
+      queue.head = queue.head->next;
+      if (queue.head == nullptr) {
+        queue.tail = nullptr;
+        nonempty_.fetch_and(~(kIdleBit | front_bit(kIdleLevel)), std::memory_order_relaxed);
+      }
+      batch.head->next = nullptr;
+      count = 1;
+      --counts_[kIdleLevel];
+      if (fronts_[kIdleLevel] > 0) --fronts_[kIdleLevel];
+    }
+  }
+  if (timer_changes || !adopting_.empty()) {
+    try {
+      apply_timer_changes(std::move(cancelled));
+    } catch (...) {
+      // bad_alloc growing the heap: give the batch back untouched, then leave (see run()'s Exit).
+      if (level != kLevels) {
+        MutexLock lock(mutex_);
+        give_back_locked(level, batch, count);
+        if (level == kIdleLevel) ++idle_round_left_;
+      }
+      throw;
+    }
+  }
+  if (level == kLevels) return Step::nothing;
+  run_tasks(batch, count, level, budget);
+  return Step::ran;
+}
+
+void LoopCore::run() {
+  if (!enter_run()) return;
   struct Exit {
     LoopCore* core;
     LoopCore* outer;
     bool stopped = false;
     ~Exit() {
       current_loop = outer;
-      core->leave_run(stopped);
+      core->leave_run(stopped, /*hosted=*/false);
     }
   } exit{this, current_loop};
   current_loop = this;
 
   for (;;) {
-    std::array<TaskList, kLevels> due{};
-    std::array<std::size_t, kLevels> due_counts{};
-    const bool any_due = collect_due_timers(due, due_counts);
-
-    TaskList batch;
-    std::size_t count = 0;
-    std::size_t level = kLevels;
-    bool timer_changes = false;
-    std::shared_ptr<TimerState> cancelled;
-    {
-      // One critical section per iteration: queue due timers, take timer changes, take the most
-      // urgent batch. Taking timer changes in the same critical section as the batch means a task
-      // posted after a cancel() returned runs after that timer's captures are gone.
-      MutexLock lock(mutex_);
-      park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
-      if (any_due) {
-        for (std::size_t l = 0; l < kLevels; ++l) {
-          if (due[l].empty()) continue;
-          queues_[l].append(due[l]);  // a due timer joins its priority's queue, behind what is there
-          counts_[l] += due_counts[l];
-          nonempty_.fetch_or(1u << l, std::memory_order_relaxed);  // relaxed: under mutex_
-        }
-      }
-      if (stop_requested_.load(std::memory_order_relaxed)) {
-        exit.stopped = true;
-        break;
-      }
-      if ((nonempty_.load(std::memory_order_relaxed) & kTimersBit) != 0) {
-        cancelled = take_timer_changes_locked();
-        timer_changes = true;
-      }
-      for (std::size_t candidate = 0; candidate < kLevels; ++candidate) {
-        TaskList& queue = queues_[candidate];
-        if (queue.empty()) continue;
-        // Idle work waits while timers are still to be adopted: one of them may be due already.
-        if (candidate + 1 == kLevels && (timer_changes || !adopting_.empty())) break;
-        level = candidate;
-        if (candidate + 1 < kLevels) {
-          batch = std::exchange(queue, TaskList{});
-          count = std::exchange(counts_[candidate], 0);
-          fronts_[candidate] = 0;
-          nonempty_.fetch_and(~((1u << candidate) | front_bit(candidate)), std::memory_order_relaxed);
-        } else {
-          // Idle work: one task at a time, and only when every other queue is empty.
-          batch.head = batch.tail = queue.head;
-          queue.head = queue.head->next;
-          if (queue.head == nullptr) {
-            queue.tail = nullptr;
-            nonempty_.fetch_and(~((1u << candidate) | front_bit(candidate)), std::memory_order_relaxed);
-          }
-          batch.head->next = nullptr;
-          count = 1;
-          --counts_[candidate];
-          if (fronts_[candidate] > 0) --fronts_[candidate];
-        }
-        break;
-      }
+    const Step step = iterate(static_cast<std::size_t>(-1));
+    if (step == Step::stop) {
+      exit.stopped = true;
+      break;
     }
-    if (timer_changes || !adopting_.empty()) {
-      try {
-        apply_timer_changes(std::move(cancelled));
-      } catch (...) {
-        // bad_alloc growing the heap: give the batch back untouched, then leave run() (see Exit).
-        if (level != kLevels) {
-          MutexLock lock(mutex_);
-          give_back_locked(level, batch, count);
-        }
-        throw;
-      }
-    }
-    if (level != kLevels) {
-      run_tasks(batch, count, level);
-      continue;
-    }
+    if (step == Step::ran) continue;
 
     // Nothing to run. Poll briefly (a reply to a call we just ran often arrives within
     // microseconds), then park in the kernel until a post or the next timer deadline.
@@ -582,19 +688,23 @@ void LoopCore::run() {
       park_timeout = std::max(std::chrono::nanoseconds{0}, next_deadline - SteadyClock::now());
       if (park_timeout.count() == 0) continue;  // a timer is due right now
     }
+    std::uint32_t mask = ~0u;
+    {
+      MutexLock lock(mutex_);
+      mask = ready_mask();  // idle work waiting for the next round must not keep us spinning
+    }
     const std::chrono::nanoseconds spin = park_timeout.count() < 0 ? loop_spin_budget : std::min(park_timeout, loop_spin_budget);
-    if (spin_until([this] { return nonempty_.load(std::memory_order_acquire) != 0 ||
-                                   stop_requested_.load(std::memory_order_acquire); },
+    if (spin_until([this, mask] { return (nonempty_.load(std::memory_order_acquire) & mask) != 0 ||
+                                         stop_requested_.load(std::memory_order_acquire); },
                    spin)) {
       continue;
     }
     {
       MutexLock lock(mutex_);
-      if (nonempty_.load(std::memory_order_relaxed) != 0 || stop_requested_.load(std::memory_order_relaxed)) {
-        continue;
-      }
+      if (ready_locked()) continue;
       park_word_.store(kParked, std::memory_order_relaxed);  // relaxed: producers read it under mutex_
       parks_.fetch_add(1, std::memory_order_relaxed);        // relaxed: a statistic
+      idle_round_allowed_ = true;                            // the wake-up may begin an idle round
     }
     if (park_timeout.count() >= 0) {
       // Recompute: spinning used part of the timeout.
@@ -602,6 +712,100 @@ void LoopCore::run() {
     }
     futex_wait(park_word_, kParked, park_timeout);
   }
+}
+
+std::size_t LoopCore::run_ready(std::size_t max_tasks) {
+  max_tasks = std::max<std::size_t>(max_tasks, 1);
+  if (!enter_run()) return 0;
+  struct Exit {
+    LoopCore* core;
+    LoopCore* outer;
+    bool stopped = false;
+    ~Exit() {
+      current_loop = outer;
+      core->leave_run(stopped, /*hosted=*/true);
+    }
+  } exit{this, current_loop};
+  current_loop = this;
+
+  // Drain the fd: from here on, posts find the loop running (kRunning) and do not write it; a write
+  // that raced in before is at worst one spurious readiness (run_ready then returns 0).
+  if (const int fd = wake_fd_.load(std::memory_order_acquire); fd >= 0) {
+    std::uint64_t value = 0;
+    [[maybe_unused]] const auto read_bytes = ::read(fd, &value, sizeof value);
+  }
+  // relaxed: only this thread (the loop thread) adds to tasks_run_ while we are inside.
+  const std::uint64_t before = tasks_run_.load(std::memory_order_relaxed);
+  const auto ran = [&] { return static_cast<std::size_t>(tasks_run_.load(std::memory_order_relaxed) - before); };
+  bool signal_host = false;
+  for (;;) {
+    if (ran() >= max_tasks) {
+      MutexLock lock(mutex_);
+      if (ready_locked()) {
+        // Out of budget with work left: stay readable so the host calls again after its own work.
+        park_word_.store(kNotified, std::memory_order_relaxed);  // relaxed: under mutex_
+        signal_host = true;
+      } else {
+        park_word_.store(kHostWaiting, std::memory_order_relaxed);  // relaxed: under mutex_
+        parks_.fetch_add(1, std::memory_order_relaxed);            // relaxed: a statistic
+      }
+      break;
+    }
+    const Step step = iterate(max_tasks - ran());
+    if (step == Step::stop) {
+      exit.stopped = true;
+      break;
+    }
+    if (step == Step::ran) continue;
+    MutexLock lock(mutex_);
+    if (ready_locked()) continue;
+    // Nothing ready: from now on the first producer writes the fd (claim_wake).
+    park_word_.store(kHostWaiting, std::memory_order_relaxed);  // relaxed: under mutex_
+    parks_.fetch_add(1, std::memory_order_relaxed);            // relaxed: a statistic
+    break;
+  }
+  if (signal_host) signal_wake_fd();
+  return ran();
+}
+
+int LoopCore::wakeup_fd() {
+  MutexLock lock(mutex_);
+  int fd = wake_fd_.load(std::memory_order_relaxed);  // relaxed: written under mutex_
+  if (fd >= 0) return fd;
+  fd = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) throw std::system_error(errno, std::generic_category(), "xthread::EventLoop::wakeup_fd: eventfd");
+  // release: producers that load the fd (signal_wake_fd) see it fully made.
+  wake_fd_.store(fd, std::memory_order_release);
+  lock.unlock();
+  // Readable at first: whatever is queued now runs at the host's first run_ready(); at worst one
+  // spurious wake-up.
+  signal_wake_fd();
+  return fd;
+}
+
+std::optional<SteadyClock::time_point> LoopCore::next_deadline() const {
+  MutexLock lock(mutex_);
+  if (closed_.load(std::memory_order_relaxed)) return std::nullopt;  // relaxed: written under mutex_
+  if (running_ && !in_loop_thread()) {
+    throw std::logic_error("xthread::EventLoop::next_deadline: another thread is running the loop");
+  }
+  // The heap (and adopting_) belong to the loop thread: that is us, or nobody is running the loop
+  // and mutex_ handed them over. new_timers_ is guarded by mutex_.
+  auto earliest = SteadyClock::time_point::max();
+  const auto consider = [&earliest](const std::shared_ptr<TimerState>& timer) {
+    if (timer->phase.load(std::memory_order_acquire) == TimerState::kArmed) earliest = std::min(earliest, timer->deadline);
+  };
+  if (!timer_heap_.empty()) {
+    consider(timer_heap_.front());
+    // A cancelled front (not yet out of the heap): the earliest armed one may be anywhere.
+    if (earliest == SteadyClock::time_point::max()) {
+      for (const auto& timer : timer_heap_) consider(timer);
+    }
+  }
+  for (const auto& timer : adopting_) consider(timer);
+  for (const auto& timer : new_timers_) consider(timer);
+  if (earliest == SteadyClock::time_point::max()) return std::nullopt;
+  return earliest;
 }
 
 // ---- deadlock detection -----------------------------------------------------------------------

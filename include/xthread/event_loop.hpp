@@ -384,8 +384,8 @@ class EventLoop {
 
   /// The hosting thread, between run_ready() calls, or any thread while no thread is inside run() or
   /// run_ready() (std::logic_error when another thread is inside run()). The earliest deadline among
-  /// the loop's armed timers, cancelled ones possibly included (the host then wakes early and
-  /// run_ready() finds nothing), or nullopt when there is none (or the loop stopped). A host arms its
+  /// the loop's armed timers (a timer cancelled meanwhile may still count: the host then wakes early
+  /// and run_ready() finds nothing), or nullopt when there is none (or the loop stopped). A host arms its
   /// own timer for it and calls run_ready() when it fires; timers added later make wakeup_fd()
   /// readable, so the host asks again after each run_ready().
   [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> next_deadline() const {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -117,7 +118,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
  public:
   using ErrorHandler = std::function<void(std::exception_ptr)>;
 
-  explicit LoopCore(ErrorHandler on_error);
+  LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit);
   LoopCore(const LoopCore&) = delete;
   LoopCore& operator=(const LoopCore&) = delete;
   ~LoopCore();
@@ -132,6 +133,10 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   static bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept;
 
   void run();
+  /// Hosting (see EventLoop): one call of the host; never blocks.
+  std::size_t run_ready(std::size_t max_tasks);
+  [[nodiscard]] int wakeup_fd() XTHREAD_EXCLUDES(mutex_);
+  [[nodiscard]] std::optional<SteadyClock::time_point> next_deadline() const XTHREAD_EXCLUDES(mutex_);
   void stop() noexcept XTHREAD_EXCLUDES(mutex_);
   /// stop(), then wait until no thread is inside run(), then discard what is left.
   void close_and_wait() noexcept XTHREAD_EXCLUDES(mutex_);
@@ -175,7 +180,16 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
     [[nodiscard]] bool empty() const noexcept { return head == nullptr; }
   };
 
-  enum ParkState : std::uint32_t { kRunning = 0, kParked = 1, kNotified = 2 };
+  // kParked: the loop thread sleeps on park_word_ (futex). kHostWaiting: run_ready() returned with
+  // nothing ready; the host sleeps in its own loop, watching wake_fd_. The first producer to see
+  // either stores kNotified and wakes it (claim_wake).
+  enum ParkState : std::uint32_t { kRunning = 0, kParked = 1, kNotified = 2, kHostWaiting = 3 };
+  enum class Wake { none, futex, fd };
+  static constexpr std::size_t kIdleLevel = kLevels - 1;
+  static constexpr std::uint32_t kIdleBit = 1u << kIdleLevel;
+
+  /// What one iteration of the loop did.
+  enum class Step { ran, nothing, stop };
 
   /// Everything a closing loop discards, taken under mutex_ and disposed of without it.
   struct Leftovers {
@@ -184,20 +198,32 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
     std::shared_ptr<TimerState> cancelled;
   };
 
-  /// True when the caller must futex-wake the parked loop thread after unlocking.
-  [[nodiscard]] bool claim_wake() noexcept XTHREAD_REQUIRES(mutex_);
+  /// How the caller must wake the loop after unlocking (none: it is awake, or already being woken).
+  [[nodiscard]] Wake claim_wake() noexcept XTHREAD_REQUIRES(mutex_);
+  void deliver_wake(Wake wake) noexcept;
+  /// Makes wake_fd_ readable (if there is one).
+  void signal_wake_fd() noexcept;
+  /// Enters run() or run_ready() on the calling thread (std::logic_error if another thread is inside).
+  /// False when the loop is closed (then nothing was entered).
+  bool enter_run() XTHREAD_EXCLUDES(mutex_);
+  /// One iteration (see EventLoop's class comment, steps 1–4), running at most `budget` tasks.
+  Step iterate(std::size_t budget) XTHREAD_EXCLUDES(mutex_);
+  /// With the lock: is anything ready to run (idle work only while an idle round may run)?
+  [[nodiscard]] bool ready_locked() const noexcept XTHREAD_REQUIRES(mutex_);
+  [[nodiscard]] std::uint32_t ready_mask() const noexcept XTHREAD_REQUIRES(mutex_);
   /// Takes the timers added and cancelled since the last call (the new ones into adopting_).
   [[nodiscard]] std::shared_ptr<TimerState> take_timer_changes_locked() XTHREAD_REQUIRES(mutex_);
   /// Loop thread, without the lock: cancelled timers leave the heap, adopting_ joins it.
   void apply_timer_changes(std::shared_ptr<TimerState> cancelled);
   bool collect_due_timers(std::array<TaskList, kLevels>& due, std::array<std::size_t, kLevels>& counts);
   [[nodiscard]] bool timer_due_now() const noexcept;
-  void run_tasks(TaskList batch, std::size_t count, std::size_t level) XTHREAD_EXCLUDES(mutex_);
+  /// Runs a batch taken from `level`'s queue (at most `budget` of its tasks); returns how many ran.
+  std::size_t run_tasks(TaskList batch, std::size_t count, std::size_t level, std::size_t budget) XTHREAD_EXCLUDES(mutex_);
   /// The unrun rest of a batch goes back to its queue, behind the at_front tasks that arrived meanwhile.
   void give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept XTHREAD_REQUIRES(mutex_);
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
   static void discard_leftovers(Leftovers& leftovers) noexcept;
-  void leave_run(bool stopped) noexcept XTHREAD_EXCLUDES(mutex_);
+  void leave_run(bool stopped, bool hosted) noexcept XTHREAD_EXCLUDES(mutex_);
   // Timer heap (loop thread only): a binary min-heap on (deadline, sequence) with back-indices, so a
   // cancelled timer leaves it at once.
   void heap_push(std::shared_ptr<TimerState> timer);
@@ -212,6 +238,9 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   std::vector<std::shared_ptr<TimerState>> new_timers_ XTHREAD_GUARDED_BY(mutex_);
   std::shared_ptr<TimerState> cancelled_head_ XTHREAD_GUARDED_BY(mutex_);  // intrusive via next_cancelled
   bool running_ XTHREAD_GUARDED_BY(mutex_) = false;
+  // An idle round may begin (see EventLoop): set by each wake-up (park, run_ready), by idle posts
+  // from other threads; cleared when a round begins.
+  bool idle_round_allowed_ XTHREAD_GUARDED_BY(mutex_) = true;
   std::uint64_t timer_sequence_ XTHREAD_GUARDED_BY(mutex_) = 0;
   // Mirror of which queues are non-empty (bit per level, plus kTimersBit); written under mutex_,
   // read without it by the running loop thread (to preempt a batch, or while spinning).
@@ -224,10 +253,16 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> wakeups_{0};
   std::atomic<std::uint64_t> parks_{0};
+  // The hosting eventfd: -1 until wakeup_fd() makes it (under mutex_), then fixed until ~LoopCore.
+  std::atomic<int> wake_fd_{-1};
+  const std::uint32_t starvation_limit_;
   // Loop thread only (the thread inside run(); handed over through mutex_ between runs):
   std::vector<std::shared_ptr<TimerState>> timer_heap_;
   std::size_t timers_out_of_heap_ = 0;  // periodic timers queued or running, to be pushed back
   std::vector<std::shared_ptr<TimerState>> adopting_;     // taken from new_timers_, not yet in the heap
+  std::size_t idle_round_left_ = 0;                       // idle tasks the current idle round may still run
+  // Anti-starvation: per level, tasks run in a row while a less urgent level (above idle) waited.
+  std::array<std::uint32_t, kLevels> streaks_{};
   // The process-wide wait-for graph of loop threads blocked in a synchronous call into another loop
   // (begin_wait / end_wait): each loop's edge, under one lock taken only by call_sync made from a loop
   // thread and by that call's completion. A loop with an edge is alive: its thread is blocked in run().
