@@ -357,7 +357,7 @@ TEST(EventLoopHosting, AnIdleTaskThatRepostsItselfRunsOncePerCallAndLeavesTheFdQ
   EventLoop loop;
   const int fd = loop.wakeup_fd();
   std::atomic<int> runs{0};
-  ASSERT_TRUE(loop.post(Reposter{&loop, &runs, Priority::idle}));
+  ASSERT_TRUE(loop.post(Reposter{&loop, &runs, Priority::idle}, Priority::idle));
   EXPECT_EQ(loop.run_ready(), 1u);  // one idle round: the re-posted task waits for the next
   EXPECT_EQ(runs.load(), 1);
   EXPECT_FALSE(readable(fd));       // so the host may sleep
@@ -387,7 +387,7 @@ TEST(EventLoopHosting, AnIdleTaskThatRepostsItselfRunsOncePerCallAndLeavesTheFdQ
 TEST_P(EventLoopAllDrivers, AnIdleTaskThatRepostsItselfLetsTheLoopThreadSleep) {
   EventLoop loop;
   std::atomic<int> runs{0};
-  ASSERT_TRUE(loop.post(Reposter{&loop, &runs, Priority::idle}));
+  ASSERT_TRUE(loop.post(Reposter{&loop, &runs, Priority::idle}, Priority::idle));
   RunningLoop runner(loop, GetParam(), "idle-host");
   EXPECT_TRUE(xthread_test::eventually([&] {
     return runs.load() >= 1 && loop.stats().pending == 1 && xthread_test::all_threads_sleeping("idle-host");
