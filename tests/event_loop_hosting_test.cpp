@@ -7,7 +7,6 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <poll.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -41,16 +40,7 @@ using xthread_test::RunningLoop;
 
 namespace {
 
-/// poll(fd, 0): readable right now?
-bool readable(int fd) {
-  pollfd entry{fd, POLLIN, 0};
-  int ready;
-  while ((ready = poll(&entry, 1, 0)) < 0 && errno == EINTR) {
-  }
-  EXPECT_GE(ready, 0) << "poll: " << std::strerror(errno);
-  EXPECT_EQ(entry.revents & (POLLERR | POLLNVAL), 0) << "fd " << fd;
-  return ready == 1 && (entry.revents & POLLIN) != 0;
-}
+bool readable(int fd) { return xthread_test::fd_readable(fd); }
 
 /// This process's open file descriptors.
 int open_fd_count() {
@@ -217,6 +207,28 @@ TEST(EventLoopHosting, StopMakesItReadableThenRunReadyDiscardsAndReturnsZero) {
   EXPECT_FALSE(loop.post([] {}));
 }
 
+// A host that polls run_ready() (say, once per frame of a game loop) while another thread calls
+// stop(): whatever the interleaving, once the loop has stopped its fd is readable ("and after
+// stop()"), so a host that only watches the fd notices. Probabilistic: the interleaving that matters is
+// stop()'s wake-up landing while a run_ready() call is starting; a few hundred rounds meet it.
+TEST(EventLoopHosting, StopRacingAPollingHostStillLeavesTheFdReadable) {
+  constexpr int kRounds = 5000;
+  xthread_test::PollingHost host;
+  int not_readable = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    EventLoop loop;
+    const int fd = loop.wakeup_fd();
+    const std::uint64_t start = host.frames();
+    host.host(loop);
+    host.wait_frames(start, round % 7);  // none to a few frames in
+    loop.stop();
+    host.wait_released();
+    if (!readable(fd)) ++not_readable;
+  }
+  EXPECT_EQ(not_readable, 0) << "of " << kRounds << " stopped loops, " << not_readable
+                             << " had a fd that was not readable (a host sleeping on it would never leave)";
+}
+
 TEST(EventLoopHosting, AddingOrCancellingATimerMakesItReadable) {
   EventLoop loop;
   const int fd = loop.wakeup_fd();
@@ -353,6 +365,40 @@ TEST(EventLoopHosting, DueTimersRunInRunReadyAndCount) {
   loop.stop();
 }
 
+TEST(EventLoopHosting, StopFromATaskEndsRunReadyAfterThatTask) {
+  EventLoop loop;
+  const int fd = loop.wakeup_fd();
+  auto token = std::make_shared<int>(0);
+  bool after = false;
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }));
+  ASSERT_TRUE(loop.post([&after, token] { after = true; }));
+  Timer timer = loop.post_after(0ns, [&after, token] { after = true; });
+  token.reset();
+  EXPECT_EQ(loop.run_ready(), 1u);  // the stopping task; the rest is discarded, not run
+  EXPECT_TRUE(loop.stopped());
+  EXPECT_FALSE(after);
+  EXPECT_FALSE(timer.active());
+  EXPECT_EQ(loop.stats().pending, 0u);
+  EXPECT_TRUE(readable(fd));  // the host notices, and leaves
+  EXPECT_EQ(loop.run_ready(), 0u);
+}
+
+TEST(EventLoopHosting, AnIdleRoundCutAtMaxTasksGoesOnAtTheNextCall) {
+  EventLoop loop;
+  const int fd = loop.wakeup_fd();
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(loop.post([&order, i] { order.push_back(i); }, Priority::idle));
+  EXPECT_EQ(loop.run_ready(1), 1u);
+  EXPECT_TRUE(readable(fd));  // the round has two tasks left: the host must come back
+  EXPECT_EQ(loop.run_ready(1), 1u);
+  EXPECT_TRUE(readable(fd));
+  EXPECT_EQ(loop.run_ready(1), 1u);
+  EXPECT_FALSE(readable(fd));
+  EXPECT_EQ(loop.run_ready(), 0u);
+  EXPECT_EQ(order, (std::vector<int>{0, 1, 2}));
+  loop.stop();
+}
+
 TEST(EventLoopHosting, AnIdleTaskThatRepostsItselfRunsOncePerCallAndLeavesTheFdQuiet) {
   EventLoop loop;
   const int fd = loop.wakeup_fd();
@@ -443,6 +489,32 @@ TEST(EventLoopHosting, NextDeadlineIsTheEarliestAndFollowsCancelAndStop) {
   EXPECT_FALSE(loop.next_deadline().has_value());
   EXPECT_EQ(loop.run_ready(), 0u);
   EXPECT_FALSE(loop.next_deadline().has_value());
+}
+
+TEST(EventLoopHosting, NextDeadlineCountsTimersNoRunReadyHasTakenYet) {
+  // "The earliest deadline among the loop's armed timers": also one just added by another thread,
+  // before the host's next run_ready() (a host that asks first must not sleep past it).
+  EventLoop loop;
+  EXPECT_EQ(loop.run_ready(), 0u);
+  Timer later = loop.post_after(2h, [] {});
+  EXPECT_EQ(loop.run_ready(), 0u);
+  Clock::time_point before;
+  Timer sooner;
+  std::thread([&] {
+    before = Clock::now();
+    sooner = loop.post_after(1h, [] {});
+  }).join();
+  const std::optional<Clock::time_point> deadline = loop.next_deadline();
+  ASSERT_TRUE(deadline.has_value());
+  EXPECT_GE(*deadline, before + 1h);
+  EXPECT_LT(*deadline, before + 90min);
+  // And a never-hosted loop answers from any thread.
+  EventLoop fresh;
+  Timer fresh_timer = fresh.post_after(1h, [] {});
+  std::optional<Clock::time_point> elsewhere;
+  std::thread([&] { elsewhere = fresh.next_deadline(); }).join();
+  EXPECT_TRUE(elsewhere.has_value());
+  loop.stop();
 }
 
 TEST(EventLoopHosting, APeriodicTimersNextDeadlineMovesOnAfterEachRun) {
@@ -645,4 +717,41 @@ TEST_P(EventLoopHostedDriven, SyncCallsBetweenAHostedLoopAndARunLoop) {
     });
   });
   EXPECT_EQ(cycle, 42);
+}
+
+// The host thread is the hosted loop's thread also between run_ready() calls (in_loop_thread()), so a
+// synchronous call it makes there is a call "made on a loop thread": a worker loop's callee calling
+// back synchronously into the hosted loop closes a cycle, and the rule of ThreadSafeFunction::call_sync
+// and invoke_sync says WouldDeadlockError instead of hanging. Node makes exactly such calls from its
+// own callbacks, between the hosted loop's turns. If the cycle goes undetected, the test breaks the
+// deadlock itself after a while by stopping the hosted loop (the callback's call gets ClosedError).
+TEST(EventLoopHosting, ASyncCallCycleStartedByTheHostThreadBetweenCallsIsRefused) {
+  EventLoop hosted;
+  EventLoop worker;
+  RunningLoop run_worker(worker, LoopDriver::run, "cycle-worker");
+  std::promise<int> outcome;
+  std::future<int> result = outcome.get_future();
+  std::thread host([&] {
+    EXPECT_EQ(hosted.run_ready(), 0u);  // this thread hosts `hosted` from now on
+    EXPECT_TRUE(hosted.in_loop_thread());
+    // No cycle: the host thread waits for the worker, which does not call back.
+    EXPECT_EQ(worker.invoke_sync([] { return 7; }), 7);
+    try {
+      outcome.set_value(worker.invoke_sync([&] {
+        try {
+          return hosted.invoke_sync([] { return 1; });  // hosted's thread waits for us: a cycle
+        } catch (const xthread::WouldDeadlockError&) {
+          return 42;
+        }
+      }));
+    } catch (const xthread::NestedClosedError&) {
+      outcome.set_value(-1);  // undetected: the test stopped `hosted` to end the deadlock
+    }
+  });
+  if (result.wait_for(10s) != std::future_status::ready) {
+    ADD_FAILURE() << "deadlock: the host thread waits for the worker, whose callee waits for the host";
+    hosted.stop();
+  }
+  host.join();
+  EXPECT_EQ(result.get(), 42);
 }

@@ -7,11 +7,13 @@
 // fires, then ask next_deadline() again; leave once stopped(), unregistering the fd first.
 #pragma once
 
+#include <poll.h>
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 #include <uv.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -66,6 +68,17 @@ inline int host_timeout_ms(std::optional<std::chrono::steady_clock::time_point> 
   const auto left = *deadline - now;  // positive; time_point::max() - now does not overflow
   if (left >= std::chrono::milliseconds{INT_MAX}) return INT_MAX;
   return static_cast<int>(std::chrono::ceil<std::chrono::milliseconds>(left).count());
+}
+
+/// poll(fd, 0): is `fd` readable right now? (Fails the test on a poll error or an invalid fd.)
+inline bool fd_readable(int fd) {
+  pollfd entry{fd, POLLIN, 0};
+  int ready;
+  while ((ready = poll(&entry, 1, 0)) < 0 && errno == EINTR) {
+  }
+  EXPECT_GE(ready, 0) << "poll: " << std::strerror(errno);
+  EXPECT_EQ(entry.revents & (POLLERR | POLLNVAL), 0) << "fd " << fd;
+  return ready == 1 && (entry.revents & POLLIN) != 0;
 }
 
 namespace detail {
@@ -213,6 +226,64 @@ class RunningLoop {
  private:
   xthread::EventLoop& loop_;
   std::thread thread_;
+};
+
+/// A host that polls run_ready() in a loop instead of waiting on the fd (a game loop calling it once per
+/// frame), on a thread of its own, for one EventLoop after another. host() hands it a loop; the thread
+/// then calls run_ready() until stopped(), once more, and lets go of the loop (released()).
+class PollingHost {
+ public:
+  explicit PollingHost(const char* name = "polling-host")
+      : thread_([this, name] {
+          pthread_setname_np(pthread_self(), name);
+          serve();
+        }) {}
+  PollingHost(const PollingHost&) = delete;
+  PollingHost& operator=(const PollingHost&) = delete;
+  ~PollingHost() {
+    quit_.store(true);
+    thread_.join();
+  }
+
+  /// Hands `loop` to the host thread (the previous one must have been released). Returns at once.
+  void host(xthread::EventLoop& loop) {
+    released_.store(false);
+    loop_.store(&loop);
+  }
+  /// run_ready() calls made so far (over every loop).
+  [[nodiscard]] std::uint64_t frames() const { return frames_.load(); }
+  /// Yields until the host made `count` more calls than `since` (a frames() value).
+  void wait_frames(std::uint64_t since, std::uint64_t count) const {
+    while (frames_.load() < since + count) std::this_thread::yield();
+  }
+  /// Yields until the host let go of its loop (it saw stopped() and made its last run_ready() call).
+  void wait_released() const {
+    while (!released_.load()) std::this_thread::yield();
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      xthread::EventLoop* loop = nullptr;
+      while ((loop = loop_.load()) == nullptr) {
+        if (quit_.load()) return;
+        std::this_thread::yield();
+      }
+      while (!loop->stopped()) {
+        (void)loop->run_ready();
+        frames_.fetch_add(1);
+      }
+      (void)loop->run_ready();
+      loop_.store(nullptr);
+      released_.store(true);  // the last touch: the loop may be destroyed from here on
+    }
+  }
+
+  std::atomic<xthread::EventLoop*> loop_{nullptr};
+  std::atomic<std::uint64_t> frames_{0};
+  std::atomic<bool> released_{true};
+  std::atomic<bool> quit_{false};
+  std::thread thread_;  // last: starts after the members above
 };
 
 }  // namespace xthread_test

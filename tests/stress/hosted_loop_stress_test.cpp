@@ -2,6 +2,8 @@
 //   - producers flood post() (every priority) and ThreadSafeFunction call_sync / call into a loop
 //     hosted by a libuv loop (and, second test, by a plain epoll loop), while stop() comes from the
 //     test thread, from a task on the host thread, or from one of the producers, at a random moment;
+//   - stop() against a host that polls run_ready() (a game loop's frames), from the test thread or a
+//     task: the stopped loop's fd is readable every time (a host sleeping on it must notice);
 //   - exactly-once ledger: every task object is destroyed exactly once, and runs at most once, on the
 //     host thread; a post() that returned false never runs; once the host has returned, every accepted
 //     task has run or been discarded; every call_sync returns its value or throws ClosedError (and
@@ -136,6 +138,7 @@ void flood_while_stopping(xthread_test::LoopDriver driver, const char* scenario)
     for (auto& producer : producers) producer.join();
     loop->stop();  // the stopper may have been a task that never ran (it was itself discarded)
     host.join();   // the host saw stopped(), ran its last run_ready(), unregistered the fd
+    ASSERT_TRUE(xthread_test::fd_readable(loop->wakeup_fd())) << "a stopped loop's fd is readable";
 
     for (auto& list : futures) {
       for (auto& future : list) {
@@ -179,4 +182,34 @@ TEST(HostedLoopStress, UvHostedFloodRacingStopIsExactlyOnce) {
 
 TEST(HostedLoopStress, EpollHostedFloodRacingStopIsExactlyOnce) {
   flood_while_stopping(xthread_test::LoopDriver::epoll, "epoll-hosted flood vs stop");
+}
+
+TEST(HostedLoopStress, StopRacingAPollingHostLeavesTheFdReadable) {
+  xthread_stress::Watchdog watchdog("polling host vs stop");
+  xthread_test::PollingHost host("stress-poller");
+  std::minstd_rand random(23);
+  std::uint64_t not_readable = 0;
+  const std::uint64_t rounds =
+      xthread_stress::run_rounds("polling host vs stop", xthread_stress::Limits::scaled(20'000), watchdog,
+                                 [&](std::uint64_t round) {
+    xthread::EventLoop loop;
+    const int fd = loop.wakeup_fd();
+    std::atomic<int> ran{0};
+    for (int i = 0; i < static_cast<int>(round % 4); ++i) ASSERT_TRUE(loop.post([&ran] { ran.fetch_add(1); }));
+    const std::uint64_t start = host.frames();
+    host.host(loop);
+    host.wait_frames(start, random() % 6);
+    if (round % 2 == 0) {
+      loop.stop();
+    } else {
+      (void)loop.post([&loop] { loop.stop(); });  // from the host thread, inside run_ready()
+      loop.stop();                                 // and from here, racing it
+    }
+    host.wait_released();
+    if (!xthread_test::fd_readable(fd)) ++not_readable;
+    ASSERT_EQ(loop.stats().pending, 0u);
+  });
+  std::printf("[stress] polling host vs stop: %llu of %llu stopped loops had a fd that was not readable\n",
+              static_cast<unsigned long long>(not_readable), static_cast<unsigned long long>(rounds));
+  EXPECT_EQ(not_readable, 0u);
 }
