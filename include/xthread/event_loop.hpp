@@ -168,8 +168,9 @@ class SyncInvokeTask final : public LoopTask {
 /// urgent than P, and P's own count is reset whenever nothing less urgent waits. So a flood of `high`
 /// lets one `normal` task through after every 5 `high` ones, and with floods at several priorities
 /// every priority above `idle` keeps getting turns (a waiting `low` task under floods of `immediate`
-/// and `high` runs within (limit + 1)² tasks). starvation_limit = 0 turns the rule off (strict
-/// priorities: a steady flood of urgent work starves less urgent work).
+/// and `high` runs within (limit + 1)² tasks). So a less urgent task is not a fence behind the more
+/// urgent work queued before it; an `idle` task is (see below). starvation_limit = 0 turns the rule
+/// off (strict priorities: a steady flood of urgent work starves less urgent work).
 ///
 /// `idle` tasks run one at a time, only when no other task is queued and no timer is due, in idle
 /// rounds: a round runs the idle tasks that were queued when it began (those queued during the round
