@@ -544,7 +544,7 @@ bool LoopCore::enter_run() {
 
 std::uint32_t LoopCore::ready_mask() const noexcept {
   // Idle work counts as ready only while an idle round runs or may begin.
-  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~kIdleBit;
+  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~(kIdleBit | front_bit(kIdleLevel));
 }
 
 bool LoopCore::ready_locked() const noexcept {

@@ -367,8 +367,9 @@ class EventLoop {
   /// with data — while the loop has a task ready to run or timers were added or cancelled since the
   /// last run_ready(), and after stop(). A timer falling due does not make it readable: ask
   /// next_deadline(). Made on the first call (later calls return the same fd; std::system_error if
-  /// the system has none to give); owned by the loop and closed by its destructor, so unregister it
-  /// from the host (uv_poll_stop, EPOLL_CTL_DEL) before destroying the loop. Never read or write it.
+  /// the system has none to give); owned by the loop and closed once the loop and every
+  /// ThreadSafeFunction targeting it are gone, so unregister it from the host (uv_poll_stop,
+  /// EPOLL_CTL_DEL) before destroying the loop. Never read or write it.
   /// May be readable spuriously: run_ready() then returns 0.
   [[nodiscard]] int wakeup_fd();
 

@@ -67,7 +67,9 @@ class ThreadSafeFunction;
 /// Options::priority (default normal), or of its own CallOptions::priority with call_with /
 /// call_sync_with; CallOptions::at_front puts it ahead of every task queued at that priority (several
 /// at_front calls: newest first). Ordering: calls made from one thread at one priority without
-/// at_front run in the order they were made; across priorities the loop's order decides (EventLoop).
+/// at_front run in the order they were made; across priorities the loop's order decides (EventLoop:
+/// more urgent first, except that its anti-starvation rule lets one less urgent call through after
+/// Options::starvation_limit more urgent tasks in a row).
 ///
 /// Memory ordering: everything the caller did before call()/call_sync() is visible to the callee;
 /// everything the callee did is visible to the caller once call_sync returns or the future is ready.
