@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "xthread/detail/futex.hpp"
+#include "loop_core.hpp"
 
 namespace xthread::detail {
 
@@ -543,7 +544,7 @@ bool LoopCore::enter_run() {
 
 std::uint32_t LoopCore::ready_mask() const noexcept {
   // Idle work counts as ready only while an idle round runs or may begin.
-  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~kIdleBit;
+  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~(kIdleBit | front_bit(kIdleLevel));
 }
 
 bool LoopCore::ready_locked() const noexcept {
@@ -850,3 +851,53 @@ void CancellableTask::discard() noexcept {
 }
 
 }  // namespace xthread::detail
+
+// ---- the engine, seen from the public headers (detail/loop_task.hpp) ----------------------------
+
+namespace xthread::detail {
+
+bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front) noexcept {
+  return core.post(task, priority, at_front);
+}
+bool loop_closed(const LoopCore& core) noexcept { return core.closed(); }
+bool loop_in_thread(const LoopCore& core) noexcept { return core.in_loop_thread(); }
+LoopCore* innermost_running_loop() noexcept { return LoopCore::current(); }
+bool loop_begin_wait(LoopCore& caller, const LoopCore& target) { return LoopCore::begin_wait(caller, target); }
+void loop_end_wait(LoopCore& caller) noexcept { LoopCore::end_wait(caller); }
+void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }
+bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) {
+  return core.add_timer(timer, delay);
+}
+bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept { return LoopCore::cancel_timer(timer); }
+
+}  // namespace xthread::detail
+
+// ---- EventLoop's members that need the engine -----------------------------------------------------
+
+namespace xthread {
+
+EventLoop::EventLoop(Options options)
+    : core_(std::make_shared<detail::LoopCore>(std::move(options.on_error), options.starvation_limit)) {}
+
+EventLoop::~EventLoop() { core_->close_and_wait(); }
+
+void EventLoop::run() { core_->run(); }
+
+void EventLoop::stop() noexcept { core_->stop(); }
+
+bool EventLoop::stopped() const noexcept { return core_->closed(); }
+
+int EventLoop::wakeup_fd() { return core_->wakeup_fd(); }
+
+std::size_t EventLoop::run_ready(std::size_t max_tasks) { return core_->run_ready(max_tasks); }
+
+std::optional<std::chrono::steady_clock::time_point> EventLoop::next_deadline() const { return core_->next_deadline(); }
+
+bool EventLoop::in_loop_thread() const noexcept { return core_->in_loop_thread(); }
+
+EventLoop::Stats EventLoop::stats() const {
+  const detail::LoopStats stats = core_->stats();
+  return Stats{stats.tasks_run, stats.wakeups, stats.parks, stats.pending};
+}
+
+}  // namespace xthread
