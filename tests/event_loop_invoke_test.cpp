@@ -201,6 +201,24 @@ TEST(EventLoopInvokeSync, AStoppedLoopThrowsClosedErrorWithoutRunning) {
   EXPECT_FALSE(ran);
 }
 
+// Once the loop has stopped and its driver returned, invoke_sync throws ClosedError without running
+// the function on every thread, the one that drove the loop included: under run() that thread is no
+// longer the loop's thread; a host's thread stays "the loop's thread" (in_loop_thread()), but there is
+// no loop left to run anything inline on.
+TEST_P(EventLoopInvokeSyncDriven, AfterTheDriverReturnedItsThreadGetsClosedErrorToo) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }));
+  drive(loop, GetParam());
+  ASSERT_TRUE(loop.stopped());
+  bool ran = false;
+  EXPECT_THROW(loop.invoke_sync([&ran] { ran = true; }), ClosedError);
+  EXPECT_FALSE(ran);
+  bool queued_ran = false;
+  std::future<void> queued = loop.invoke([&queued_ran] { queued_ran = true; });
+  EXPECT_THROW(queued.get(), ClosedError);
+  EXPECT_FALSE(queued_ran);
+}
+
 TEST(EventLoopInvokeSync, ACallerBlockedWhenTheLoopIsDestroyedGetsClosedError) {
   auto loop = std::make_unique<EventLoop>();  // never run: the call waits in its queue
   std::atomic<bool> ran{false};

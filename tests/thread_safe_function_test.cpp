@@ -301,6 +301,22 @@ TEST_P(ThreadSafeFunctionDriven, AStoppedLoopFailsEveryCallInFlight) {
   EXPECT_THROW(identity.call(1).get(), ClosedError);
 }
 
+// As EventLoop::invoke_sync: once the loop stopped and its driver returned, the driving thread's calls
+// fail with ClosedError too (the callee never runs on a stopped loop), hosted or not.
+TEST_P(ThreadSafeFunctionDriven, AfterTheDriverReturnedItsThreadGetsClosedErrorToo) {
+  EventLoop loop;
+  std::atomic<int> ran{0};
+  ThreadSafeFunction<int(int)> counted{loop, [&ran](int x) {
+                                         ran.fetch_add(1);
+                                         return x;
+                                       }};
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }));
+  drive(loop, GetParam());
+  EXPECT_THROW(counted.call_sync(1), ClosedError);
+  EXPECT_THROW(counted.call(2).get(), ClosedError);
+  EXPECT_EQ(ran.load(), 0);
+}
+
 TEST(ThreadSafeFunction, DestroyingTheLoopWithCallsInFlightFailsThem) {
   auto worker = std::make_unique<LoopThread>("tsfn-doomed");
   ThreadSafeFunction<std::string(std::string)> echo{worker->loop(), [](std::string s) { return s; }};
