@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -118,6 +120,36 @@ TEST(EventLoopHosting, WakeupFdIsOneEventfdTheSameOnEveryCallFromEveryThread) {
   const ssize_t length = readlink(("/proc/self/fd/" + std::to_string(first)).c_str(), target, sizeof target - 1);
   ASSERT_GT(length, 0);
   EXPECT_NE(std::string(target).find("eventfd"), std::string::npos) << target;
+}
+
+TEST(EventLoopHosting, WakeupFdThrowsSystemErrorWhenNoFdIsLeftAndALaterCallTriesAgain) {
+  EventLoop loop;
+  int ran = 0;
+  ASSERT_TRUE(loop.post([&ran] { ++ran; }));
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  const int lowest_free = dup(STDIN_FILENO);  // every fd below it is taken
+  ASSERT_GE(lowest_free, 0);
+  close(lowest_free);
+  rlimit tight = old;
+  tight.rlim_cur = static_cast<rlim_t>(lowest_free);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &tight), 0);
+  bool threw = false;
+  try {
+    (void)loop.wakeup_fd();
+  } catch (const std::system_error&) {
+    threw = true;
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_TRUE(threw);
+  // Nothing was lost: the loop still runs, and the next call makes the fd, readable for the queued task.
+  const int fd = loop.wakeup_fd();
+  ASSERT_GE(fd, 0);
+  EXPECT_EQ(loop.wakeup_fd(), fd);
+  EXPECT_TRUE(readable(fd));
+  EXPECT_EQ(loop.run_ready(), 1u);
+  EXPECT_EQ(ran, 1);
+  loop.stop();
 }
 
 TEST(EventLoopHosting, ALoopThatNeverHandsOutItsFdOpensNone) {
@@ -695,6 +727,25 @@ TEST_P(EventLoopHostedDriven, DestroyingTheLoopAfterTheHostUnregisteredTheFdClos
   loop.reset();
   errno = 0;
   EXPECT_EQ(fcntl(fd, F_GETFD), -1);  // closed by the destructor (no other thread opens fds here)
+  EXPECT_EQ(errno, EBADF);
+  EXPECT_EQ(open_fd_count(), before);
+}
+
+TEST(EventLoopHosting, TheFdIsClosedOnceTheLoopAndEveryThreadSafeFunctionOnItAreGone) {
+  warm_up_libuv();
+  const int before = open_fd_count();
+  auto loop = std::make_unique<EventLoop>();
+  auto twice = std::make_unique<ThreadSafeFunction<int(int)>>(*loop, [](int x) { return 2 * x; });
+  const int fd = loop->wakeup_fd();
+  {
+    RunningLoop runner(*loop, LoopDriver::uv, "tsf-host");
+    EXPECT_EQ(twice->call_sync(21), 42);
+  }  // stopped; the host unregistered the fd and left
+  loop.reset();
+  EXPECT_THROW(twice->call_sync(1), xthread::ClosedError);  // the function outlives its loop
+  twice.reset();
+  errno = 0;
+  EXPECT_EQ(fcntl(fd, F_GETFD), -1);
   EXPECT_EQ(errno, EBADF);
   EXPECT_EQ(open_fd_count(), before);
 }
