@@ -383,6 +383,34 @@ TEST(EventLoopHosting, ABatchCutAtMaxTasksKeepsItsOrderAndStillYieldsToUrgentWor
   loop.stop();
 }
 
+// The anti-starvation count is the loop's, not the call's: cutting a flood into run_ready() calls of
+// any size lets the waiting `normal` task through at the same place as one call (or run()) does.
+TEST(EventLoopHosting, TheAntiStarvationCountCarriesAcrossRunReadyCalls) {
+  std::vector<std::string> reference;
+  for (const std::size_t max_tasks : std::vector<std::size_t>{1024, 1, 2, 3, 4}) {
+    SCOPED_TRACE("max_tasks " + std::to_string(max_tasks));
+    EventLoop loop;
+    std::vector<std::string> order;
+    for (int i = 0; i < 12; ++i) {
+      ASSERT_TRUE(loop.post([&order, i] { order.push_back("high " + std::to_string(i)); }, Priority::high));
+    }
+    ASSERT_TRUE(loop.post([&order] { order.push_back("normal"); }));
+    std::size_t total = 0;
+    for (int call = 0; call < 20 && total < 13; ++call) {
+      const std::size_t ran = loop.run_ready(max_tasks);
+      EXPECT_LE(ran, max_tasks);
+      total += ran;
+    }
+    EXPECT_EQ(total, 13u);
+    ASSERT_EQ(order.size(), 13u);
+    // The rule: after 5 `high` tasks in a row while `normal` waits, one `normal` task runs.
+    EXPECT_EQ(order[5], "normal");
+    if (reference.empty()) reference = order;
+    EXPECT_EQ(order, reference);
+    loop.stop();
+  }
+}
+
 TEST(EventLoopHosting, DueTimersRunInRunReadyAndCount) {
   EventLoop loop;
   std::vector<std::string> order;
