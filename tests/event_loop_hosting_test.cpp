@@ -123,6 +123,9 @@ TEST(EventLoopHosting, WakeupFdIsOneEventfdTheSameOnEveryCallFromEveryThread) {
 }
 
 TEST(EventLoopHosting, WakeupFdThrowsSystemErrorWhenNoFdIsLeftAndALaterCallTriesAgain) {
+#ifdef XTHREAD_TEST_UBSAN
+  GTEST_SKIP() << "UBSan's vptr check needs a free fd itself (it probes memory through a pipe)";
+#endif
   EventLoop loop;
   int ran = 0;
   ASSERT_TRUE(loop.post([&ran] { ++ran; }));
