@@ -139,7 +139,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   void give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept XTHREAD_REQUIRES(mutex_);
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
   static void discard_leftovers(Leftovers& leftovers) noexcept;
-  void leave_run(bool stopped, bool hosted) noexcept XTHREAD_EXCLUDES(mutex_);
+  void leave_run(bool stopped, bool hosted, bool by_exception) noexcept XTHREAD_EXCLUDES(mutex_);
   // Timer heap (loop thread only): a binary min-heap on (deadline, sequence) with back-indices, so a
   // cancelled timer leaves it at once.
   void heap_push(std::shared_ptr<TimerState> timer);

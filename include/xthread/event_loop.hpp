@@ -317,7 +317,8 @@ class EventLoop {
       }
     }
     if (detail::loop_closed(*core_)) throw ClosedError("EventLoop stopped");
-    detail::LoopCore* const caller_loop = detail::innermost_running_loop();
+    const detail::CallerLoop caller = detail::calling_thread_loop();  // holds a hosted loop while we wait
+    detail::LoopCore* const caller_loop = caller.loop;
     if (caller_loop != nullptr && !detail::loop_begin_wait(*caller_loop, *core_)) {
       throw WouldDeadlockError(
           "EventLoop::invoke_sync from a loop thread into a loop that is itself blocked in a synchronous call "

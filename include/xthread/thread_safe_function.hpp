@@ -152,7 +152,8 @@ class ThreadSafeFunction<R(Args...)> {
       }
     }
     // A loop thread about to block: record the wait first, and refuse a call that closes a cycle.
-    detail::LoopCore* const caller_loop = detail::innermost_running_loop();
+    const detail::CallerLoop caller = detail::calling_thread_loop();  // holds a hosted loop while we wait
+    detail::LoopCore* const caller_loop = caller.loop;
     if (caller_loop != nullptr && !detail::loop_begin_wait(*caller_loop, *state.core)) {
       throw WouldDeadlockError(
           "ThreadSafeFunction::call_sync from a loop thread into a loop that is itself blocked in a call_sync "

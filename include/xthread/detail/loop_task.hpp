@@ -110,8 +110,15 @@ bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front 
 [[nodiscard]] bool loop_closed(const LoopCore& core) noexcept;
 /// Any thread. True on the loop's thread (inside run()/run_ready(), or its host between calls).
 [[nodiscard]] bool loop_in_thread(const LoopCore& core) noexcept;
-/// The loop whose run()/run_ready() is executing on the calling thread (innermost), or nullptr.
-[[nodiscard]] LoopCore* innermost_running_loop() noexcept;
+/// The loop whose thread the calling thread is, for the deadlock detection of synchronous calls: the
+/// innermost loop whose run()/run_ready() is executing here, else the loop this thread hosts between
+/// run_ready() calls (the last one it hosted, while it is open). `keep_alive` holds a hosted loop
+/// alive while the caller waits (nothing else does between run_ready() calls).
+struct CallerLoop {
+  LoopCore* loop = nullptr;
+  std::shared_ptr<LoopCore> keep_alive;
+};
+[[nodiscard]] CallerLoop calling_thread_loop() noexcept;
 /// Deadlock detection for synchronous calls between loops (see LoopCore::begin_wait / end_wait).
 [[nodiscard]] bool loop_begin_wait(LoopCore& caller, const LoopCore& target);
 void loop_end_wait(LoopCore& caller) noexcept;
