@@ -210,10 +210,12 @@ class SyncInvokeTask final : public LoopTask {
 /// one from it with three calls — watch wakeup_fd() for readability, call run_ready() when it is
 /// readable and when the time next_deadline() gave has come, then ask next_deadline() again. Such a
 /// loop keeps every rule of this comment (priorities, timers, stopping, ThreadSafeFunction calls).
-/// The thread that last called run_ready() is the loop's thread also between calls: in_loop_thread()
-/// is true there, so a ThreadSafeFunction::call_sync or invoke_sync made by the host thread runs
-/// inline instead of waiting for itself. The fd is made on first request; until then hosting costs
-/// nothing, and run() always parks on a futex, never on the fd.
+/// The thread that last called run_ready() is the loop's thread also between calls, until the loop
+/// stops: in_loop_thread() is true there, so a ThreadSafeFunction::call_sync or invoke_sync made by
+/// the host thread runs inline instead of waiting for itself, and a synchronous call it makes into
+/// another loop takes part in the cross-loop deadlock detection (WouldDeadlockError). The fd is
+/// made on first request; until then hosting costs nothing, and run() always parks on a futex, never
+/// on the fd. docs/event-loop.md shows hosts for epoll and libuv.
 ///
 /// Stopping: stop() (any thread) makes run() return after the task that is running; tasks still
 /// queued are then discarded (destroyed without running; a ThreadSafeFunction call among them
