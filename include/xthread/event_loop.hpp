@@ -395,7 +395,7 @@ class EventLoop {
   [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
 
   /// Any thread. True when called from inside run() on this loop's thread, or on the thread that
-  /// hosts it (the last thread that called run_ready(), also between calls).
+  /// hosts it (the last thread that called run_ready(), also between calls, until the loop stops).
   [[nodiscard]] bool in_loop_thread() const noexcept;
 
   /// Any thread. A snapshot; counters only grow.
