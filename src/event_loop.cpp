@@ -10,12 +10,15 @@
 #include <system_error>
 
 #include "xthread/detail/futex.hpp"
+#include "loop_core.hpp"
 
 namespace xthread::detail {
 
 namespace {
 
 thread_local LoopCore* current_loop = nullptr;
+// The loop this thread hosted last (run_ready); it stays the loop's thread between calls.
+thread_local std::weak_ptr<LoopCore> hosted_loop;
 
 void print_error(const char* where, const std::exception_ptr& error) noexcept {
   try {
@@ -392,8 +395,10 @@ void LoopCore::stop() noexcept {
       return;
     }
     // No thread is running the loop: nobody else will ever run what is queued, so discard it here
-    // (callers blocked on a ThreadSafeFunction get ClosedError instead of waiting forever).
+    // (callers blocked on a ThreadSafeFunction get ClosedError instead of waiting forever). A host
+    // thread between run_ready() calls stops being the loop's thread.
     leftovers = take_everything();
+    loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
   }
   discard_leftovers(leftovers);
   signal_wake_fd();  // a hosted loop: its host wakes, sees stopped(), and unregisters the fd
@@ -508,18 +513,28 @@ void LoopCore::give_back_locked(std::size_t level, TaskList rest, std::size_t co
   nonempty_.fetch_and(~front_bit(level), std::memory_order_relaxed);
 }
 
-void LoopCore::leave_run(bool stopped, bool hosted) noexcept {
+void LoopCore::leave_run(bool stopped, bool hosted, bool by_exception) noexcept {
   Leftovers leftovers;
+  bool signal_host = false;
   {
     MutexLock lock(mutex_);
     running_ = false;
-    // A host's thread stays the loop's thread between run_ready() calls (EventLoop::in_loop_thread).
-    if (!hosted) loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
+    const bool closing = stopped || closed_.load(std::memory_order_relaxed);
+    // A host's thread stays the loop's thread between run_ready() calls (EventLoop::in_loop_thread),
+    // until the loop stops: then calls from it fail with ClosedError, as after run() returned.
+    if (!hosted || closing) loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
     // Stopped (or stop() raced an exception out of run()): discard queued work and timers. Left by
     // an exception on an open loop: keep everything; run() may be called again.
-    if (stopped || closed_.load(std::memory_order_relaxed)) leftovers = take_everything();
+    if (closing) leftovers = take_everything();
+    if (hosted && (closing || by_exception)) {
+      // The host must call again (exception: work is left) or notice the stop: stop()'s own write
+      // may have been drained by this very call. kNotified: no producer writes again meanwhile.
+      park_word_.store(kNotified, std::memory_order_relaxed);  // relaxed: under mutex_
+      signal_host = true;
+    }
   }
   discard_leftovers(leftovers);
+  if (signal_host) signal_wake_fd();
   // release: everything run() did happens-before close_and_wait() returning.
   run_exit_word_.store(0, std::memory_order_release);
   futex_wake_all(run_exit_word_);
@@ -543,7 +558,7 @@ bool LoopCore::enter_run() {
 
 std::uint32_t LoopCore::ready_mask() const noexcept {
   // Idle work counts as ready only while an idle round runs or may begin.
-  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~kIdleBit;
+  return idle_round_left_ > 0 || idle_round_allowed_ ? ~0u : ~(kIdleBit | front_bit(kIdleLevel));
 }
 
 bool LoopCore::ready_locked() const noexcept {
@@ -665,9 +680,10 @@ void LoopCore::run() {
     LoopCore* core;
     LoopCore* outer;
     bool stopped = false;
+    int exceptions_at_entry = std::uncaught_exceptions();
     ~Exit() {
       current_loop = outer;
-      core->leave_run(stopped, /*hosted=*/false);
+      core->leave_run(stopped, /*hosted=*/false, /*by_exception=*/std::uncaught_exceptions() > exceptions_at_entry);
     }
   } exit{this, current_loop};
   current_loop = this;
@@ -721,12 +737,14 @@ std::size_t LoopCore::run_ready(std::size_t max_tasks) {
     LoopCore* core;
     LoopCore* outer;
     bool stopped = false;
+    int exceptions_at_entry = std::uncaught_exceptions();
     ~Exit() {
       current_loop = outer;
-      core->leave_run(stopped, /*hosted=*/true);
+      core->leave_run(stopped, /*hosted=*/true, /*by_exception=*/std::uncaught_exceptions() > exceptions_at_entry);
     }
   } exit{this, current_loop};
   current_loop = this;
+  hosted_loop = weak_from_this();
 
   // Drain the fd: from here on, posts find the loop running (kRunning) and do not write it; a write
   // that raced in before is at worst one spurious readiness (run_ready then returns 0).
@@ -850,3 +868,60 @@ void CancellableTask::discard() noexcept {
 }
 
 }  // namespace xthread::detail
+
+// ---- the engine, seen from the public headers (detail/loop_task.hpp) ----------------------------
+
+namespace xthread::detail {
+
+bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front) noexcept {
+  return core.post(task, priority, at_front);
+}
+bool loop_closed(const LoopCore& core) noexcept { return core.closed(); }
+bool loop_in_thread(const LoopCore& core) noexcept { return core.in_loop_thread(); }
+CallerLoop calling_thread_loop() noexcept {
+  if (LoopCore* running = LoopCore::current()) return CallerLoop{running, nullptr};  // alive: blocked in run()
+  if (hosted_loop.expired()) return CallerLoop{};  // the common case for a plain thread: no atomic RMW
+  std::shared_ptr<LoopCore> core = hosted_loop.lock();
+  if (!core || !core->in_loop_thread() || core->closed()) return CallerLoop{};
+  LoopCore* const loop = core.get();
+  return CallerLoop{loop, std::move(core)};
+}
+bool loop_begin_wait(LoopCore& caller, const LoopCore& target) { return LoopCore::begin_wait(caller, target); }
+void loop_end_wait(LoopCore& caller) noexcept { LoopCore::end_wait(caller); }
+void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }
+bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) {
+  return core.add_timer(timer, delay);
+}
+bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept { return LoopCore::cancel_timer(timer); }
+
+}  // namespace xthread::detail
+
+// ---- EventLoop's members that need the engine -----------------------------------------------------
+
+namespace xthread {
+
+EventLoop::EventLoop(Options options)
+    : core_(std::make_shared<detail::LoopCore>(std::move(options.on_error), options.starvation_limit)) {}
+
+EventLoop::~EventLoop() { core_->close_and_wait(); }
+
+void EventLoop::run() { core_->run(); }
+
+void EventLoop::stop() noexcept { core_->stop(); }
+
+bool EventLoop::stopped() const noexcept { return core_->closed(); }
+
+int EventLoop::wakeup_fd() { return core_->wakeup_fd(); }
+
+std::size_t EventLoop::run_ready(std::size_t max_tasks) { return core_->run_ready(max_tasks); }
+
+std::optional<std::chrono::steady_clock::time_point> EventLoop::next_deadline() const { return core_->next_deadline(); }
+
+bool EventLoop::in_loop_thread() const noexcept { return core_->in_loop_thread(); }
+
+EventLoop::Stats EventLoop::stats() const {
+  const detail::LoopStats stats = core_->stats();
+  return Stats{stats.tasks_run, stats.wakeups, stats.parks, stats.pending};
+}
+
+}  // namespace xthread

@@ -1,5 +1,6 @@
-// An exception escaping EventLoop::run() (std::bad_alloc while taking new timers) must leave the loop
-// not running, lose nothing, and keep it destructible. A replaced global operator new fails on demand.
+// An exception escaping EventLoop::run() or run_ready() (std::bad_alloc while taking new timers) must
+// leave the loop not running, lose nothing, and keep it destructible. A replaced global operator new
+// fails on demand.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "failing_operator_new.hpp"
+#include "loop_hosts.hpp"
 #include "xthread/event_loop.hpp"
 
 using xthread_test::allocations_until_failure;
@@ -72,4 +74,44 @@ TEST(EventLoopAllocationFailure, DestroyingTheLoopRightAfterTheExceptionDoesNotH
   runner.join();
   loop.reset();
   EXPECT_FALSE(timer.active());  // the destructor finished it
+}
+
+// Hosted (issue #11): the same failure out of run_ready(). The host catches it and goes back to its own
+// loop, waiting on wakeup_fd(); so besides losing nothing, the loop must keep the fd honest: readable
+// while work is left (the timers it failed to take), and readable again when another thread posts.
+TEST(EventLoopAllocationFailure, AnExceptionOutOfRunReadyLosesNothingAndKeepsTheFdHonest) {
+  xthread::EventLoop loop;
+  const int fd = loop.wakeup_fd();
+  EXPECT_EQ(loop.run_ready(), 0u);  // the host drained it and waits
+  EXPECT_FALSE(xthread_test::fd_readable(fd));
+  int fired = 0;
+  xthread::Timer far = loop.post_after(1h, [] {});
+  xthread::Timer due = loop.post_after(0ns, [&] { ++fired; });
+  EXPECT_TRUE(xthread_test::fd_readable(fd));
+  bool threw = false;
+  allocations_until_failure = 0;  // this thread's next allocation: run_ready() taking the new timers
+  try {
+    (void)loop.run_ready();
+  } catch (const std::bad_alloc&) {
+    threw = true;
+  }
+  allocations_until_failure = -1;
+  ASSERT_TRUE(threw);
+  EXPECT_TRUE(far.active());
+  EXPECT_TRUE(due.active());
+  EXPECT_TRUE(xthread_test::fd_readable(fd)) << "work is left (the timers), yet the host is told to sleep";
+  // Another thread posts while the host would sleep on the fd: the host must hear of it.
+  int ran = 0;
+  std::thread([&] { ASSERT_TRUE(loop.post([&ran] { ++ran; })); }).join();
+  EXPECT_TRUE(xthread_test::fd_readable(fd)) << "a post after the failed run_ready() did not wake the host";
+  // Nothing lost: the next call runs the task and the due timer, and takes the far one.
+  EXPECT_EQ(loop.run_ready(), 2u);
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(fired, 1);
+  EXPECT_TRUE(far.active());
+  EXPECT_FALSE(xthread_test::fd_readable(fd));
+  std::thread([&] { ASSERT_TRUE(loop.post([&ran] { ++ran; })); }).join();
+  EXPECT_TRUE(xthread_test::fd_readable(fd));
+  EXPECT_EQ(loop.run_ready(), 1u);
+  loop.stop();
 }

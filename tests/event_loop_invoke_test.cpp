@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "loop_hosts.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
@@ -23,26 +24,15 @@ using xthread::NestedClosedError;
 using xthread::Priority;
 using xthread::TaskHandle;
 using xthread::WouldDeadlockError;
+using xthread_test::drive;
+using xthread_test::RunningLoop;
 
 namespace {
 
-/// Runs a loop on a named thread; stops the loop and joins on destruction.
-class RunningLoop {
- public:
-  explicit RunningLoop(EventLoop& loop, const char* name = "invoke-loop") : loop_(loop), thread_([&loop, name] {
-    pthread_setname_np(pthread_self(), name);
-    loop.run();
-  }) {}
-  ~RunningLoop() {
-    loop_.stop();
-    thread_.join();
-  }
-  std::thread::id id() const { return thread_.get_id(); }
-
- private:
-  EventLoop& loop_;
-  std::thread thread_;
-};
+/// The tests that hold for every way of driving a loop: run(), an epoll host, a libuv host.
+class EventLoopInvokeDriven : public xthread_test::DriverTest {};
+class EventLoopInvokeSyncDriven : public xthread_test::DriverTest {};
+class EventLoopCancellableDriven : public xthread_test::DriverTest {};
 
 /// Records the thread that destroyed it.
 struct DestructionProbe {
@@ -57,12 +47,19 @@ struct DestructionProbe {
 
 }  // namespace
 
+INSTANTIATE_TEST_SUITE_P(, EventLoopInvokeDriven, ::testing::ValuesIn(xthread_test::kAllDrivers),
+                         xthread_test::driver_param_name);
+INSTANTIATE_TEST_SUITE_P(, EventLoopInvokeSyncDriven, ::testing::ValuesIn(xthread_test::kAllDrivers),
+                         xthread_test::driver_param_name);
+INSTANTIATE_TEST_SUITE_P(, EventLoopCancellableDriven, ::testing::ValuesIn(xthread_test::kAllDrivers),
+                         xthread_test::driver_param_name);
+
 // ---------------------------------------------------------------------------------------------------
 // invoke
 
-TEST(EventLoopInvoke, GivesTheValueComputedOnTheLoopThread) {
+TEST_P(EventLoopInvokeDriven, GivesTheValueComputedOnTheLoopThread) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   std::future<std::thread::id> where = loop.invoke([] { return std::this_thread::get_id(); });
   EXPECT_EQ(where.get(), runner.id());
   std::future<std::unique_ptr<int>> move_only = loop.invoke([] { return std::make_unique<int>(7); });
@@ -73,9 +70,9 @@ TEST(EventLoopInvoke, GivesTheValueComputedOnTheLoopThread) {
   EXPECT_EQ(side_effect, 3);  // visible once the future is ready
 }
 
-TEST(EventLoopInvoke, CarriesTheFunctionsExceptionAndWrapsAClosedErrorFromInside) {
+TEST_P(EventLoopInvokeDriven, CarriesTheFunctionsExceptionAndWrapsAClosedErrorFromInside) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   // The type only: the exception object's reference count lives in uninstrumented libsupc++, so TSan
   // cannot see that the loop thread's release of its reference (when it destroys the promise) comes
   // after this thread's reads, and reports reading what() here as a race. invoke_sync's test below
@@ -107,7 +104,7 @@ TEST(EventLoopInvoke, AFunctionStillQueuedWhenTheLoopStopsGivesClosedError) {
   EXPECT_FALSE(ran);
 }
 
-TEST(EventLoopInvoke, FromTheLoopThreadItIsQueuedNotRunInline) {
+TEST_P(EventLoopInvokeDriven, FromTheLoopThreadItIsQueuedNotRunInline) {
   EventLoop loop;  // not running yet: the tasks queue first
   std::vector<std::string> order;
   std::future<void> inner;
@@ -117,19 +114,19 @@ TEST(EventLoopInvoke, FromTheLoopThreadItIsQueuedNotRunInline) {
   }));
   ASSERT_TRUE(loop.post([&order] { order.push_back("next task"); }));
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
-  loop.run();
+  drive(loop, GetParam());
   inner.get();
   // invoke(normal) joined the back of the normal queue, behind the task queued before it.
   EXPECT_EQ(order, (std::vector<std::string>{"after invoke", "next task", "invoked"}));
 }
 
-TEST(EventLoopInvoke, RespectsPriority) {
+TEST_P(EventLoopInvokeDriven, RespectsPriority) {
   EventLoop loop;  // not running yet: everything queues first
   std::vector<int> order;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(loop.post([&order, i] { order.push_back(i); }));
   std::future<void> urgent = loop.invoke([&order] { order.push_back(100); }, Priority::high);
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
-  loop.run();
+  drive(loop, GetParam());
   urgent.get();
   EXPECT_EQ(order, (std::vector<int>{100, 0, 1, 2}));
 }
@@ -137,9 +134,9 @@ TEST(EventLoopInvoke, RespectsPriority) {
 // ---------------------------------------------------------------------------------------------------
 // invoke_sync
 
-TEST(EventLoopInvokeSync, ReturnsTheValueComputedOnTheLoopThread) {
+TEST_P(EventLoopInvokeSyncDriven, ReturnsTheValueComputedOnTheLoopThread) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   EXPECT_EQ(loop.invoke_sync([] { return std::this_thread::get_id(); }), runner.id());
   EXPECT_EQ(*loop.invoke_sync([] { return std::make_unique<int>(5); }), 5);
   int seen = 0;
@@ -151,7 +148,7 @@ TEST(EventLoopInvokeSync, ReturnsTheValueComputedOnTheLoopThread) {
   EXPECT_EQ(written, 42);  // ...and the function's writes after the call returns
 }
 
-TEST(EventLoopInvokeSync, DoesNotCopyOrMoveTheFunction) {
+TEST_P(EventLoopInvokeSyncDriven, DoesNotCopyOrMoveTheFunction) {
   struct Pinned {
     int calls = 0;
     Pinned() = default;
@@ -160,16 +157,16 @@ TEST(EventLoopInvokeSync, DoesNotCopyOrMoveTheFunction) {
     int operator()() { return ++calls; }
   };
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   Pinned pinned;
   EXPECT_EQ(loop.invoke_sync(pinned), 1);
   EXPECT_EQ(loop.invoke_sync(pinned), 2);
   EXPECT_EQ(pinned.calls, 2);
 }
 
-TEST(EventLoopInvokeSync, RethrowsAndWrapsAClosedErrorFromInside) {
+TEST_P(EventLoopInvokeSyncDriven, RethrowsAndWrapsAClosedErrorFromInside) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   try {
     loop.invoke_sync([]() -> int { throw std::invalid_argument("bad"); });
     ADD_FAILURE() << "no exception";
@@ -179,7 +176,7 @@ TEST(EventLoopInvokeSync, RethrowsAndWrapsAClosedErrorFromInside) {
   EXPECT_THROW(loop.invoke_sync([] { throw ClosedError("inner"); }), NestedClosedError);
 }
 
-TEST(EventLoopInvokeSync, RunsInlineOnTheLoopThreadAheadOfQueuedTasks) {
+TEST_P(EventLoopInvokeSyncDriven, RunsInlineOnTheLoopThreadAheadOfQueuedTasks) {
   EventLoop loop;
   std::vector<std::string> order;
   ASSERT_TRUE(loop.post([&] {
@@ -192,7 +189,7 @@ TEST(EventLoopInvokeSync, RunsInlineOnTheLoopThreadAheadOfQueuedTasks) {
     EXPECT_THROW(loop.invoke_sync([] { throw ClosedError("inner"); }), NestedClosedError);
   }));
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(order, (std::vector<std::string>{"inline", "returned 9", "queued"}));
 }
 
@@ -202,6 +199,24 @@ TEST(EventLoopInvokeSync, AStoppedLoopThrowsClosedErrorWithoutRunning) {
   bool ran = false;
   EXPECT_THROW(loop.invoke_sync([&ran] { ran = true; }), ClosedError);
   EXPECT_FALSE(ran);
+}
+
+// Once the loop has stopped and its driver returned, invoke_sync throws ClosedError without running
+// the function on every thread, the one that drove the loop included: under run() that thread is no
+// longer the loop's thread; a host's thread stays "the loop's thread" (in_loop_thread()), but there is
+// no loop left to run anything inline on.
+TEST_P(EventLoopInvokeSyncDriven, AfterTheDriverReturnedItsThreadGetsClosedErrorToo) {
+  EventLoop loop;
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }));
+  drive(loop, GetParam());
+  ASSERT_TRUE(loop.stopped());
+  bool ran = false;
+  EXPECT_THROW(loop.invoke_sync([&ran] { ran = true; }), ClosedError);
+  EXPECT_FALSE(ran);
+  bool queued_ran = false;
+  std::future<void> queued = loop.invoke([&queued_ran] { queued_ran = true; });
+  EXPECT_THROW(queued.get(), ClosedError);
+  EXPECT_FALSE(queued_ran);
 }
 
 TEST(EventLoopInvokeSync, ACallerBlockedWhenTheLoopIsDestroyedGetsClosedError) {
@@ -226,11 +241,11 @@ TEST(EventLoopInvokeSync, ACallerBlockedWhenTheLoopIsDestroyedGetsClosedError) {
   EXPECT_FALSE(ran.load());
 }
 
-TEST(EventLoopInvokeSync, ACycleOfLoopsWaitingForEachOtherIsRefused) {
+TEST_P(EventLoopInvokeSyncDriven, ACycleOfLoopsWaitingForEachOtherIsRefused) {
   EventLoop a;
   EventLoop b;
-  RunningLoop run_a(a, "invoke-a");
-  RunningLoop run_b(b, "invoke-b");
+  RunningLoop run_a(a, GetParam(), "invoke-a");
+  RunningLoop run_b(b, GetParam(), "invoke-b");
   // a's thread waits in invoke_sync into b, whose function calls invoke_sync back into a: a cycle.
   const int result = a.invoke_sync([&] {
     return b.invoke_sync([&] {
@@ -246,9 +261,9 @@ TEST(EventLoopInvokeSync, ACycleOfLoopsWaitingForEachOtherIsRefused) {
   EXPECT_EQ(a.invoke_sync([&] { return b.invoke_sync([] { return 7; }); }), 7);
 }
 
-TEST(EventLoopInvokeSync, ManyThreadsAtOnce) {
+TEST_P(EventLoopInvokeSyncDriven, ManyThreadsAtOnce) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   static constexpr int kThreads = 4;
   static constexpr int kCalls = 2000;
   int counter = 0;  // only the loop thread touches it
@@ -273,7 +288,7 @@ TEST(EventLoopInvokeSync, ManyThreadsAtOnce) {
 // ---------------------------------------------------------------------------------------------------
 // post_cancellable
 
-TEST(EventLoopCancellable, CancelBeforeTheRunPreventsItAndTheLoopDestroysTheCallable) {
+TEST_P(EventLoopCancellableDriven, CancelBeforeTheRunPreventsItAndTheLoopDestroysTheCallable) {
   EventLoop loop;  // not running: the task stays queued
   std::atomic<std::thread::id> destroyed_on{};
   bool ran = false;
@@ -288,15 +303,15 @@ TEST(EventLoopCancellable, CancelBeforeTheRunPreventsItAndTheLoopDestroysTheCall
     loop_thread = std::this_thread::get_id();
     loop.stop();
   }));
-  std::thread runner([&loop] { loop.run(); });
+  std::thread runner([&loop, driver = GetParam()] { drive(loop, driver); });
   runner.join();
   EXPECT_FALSE(ran);
   EXPECT_EQ(destroyed_on.load(), loop_thread);  // the cancelled task's captures went on the loop thread
 }
 
-TEST(EventLoopCancellable, CancelAfterTheRunReturnsFalse) {
+TEST_P(EventLoopCancellableDriven, CancelAfterTheRunReturnsFalse) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   std::promise<void> ran;
   TaskHandle handle = loop.post_cancellable([&ran] { ran.set_value(); });
   ran.get_future().wait();
@@ -304,7 +319,7 @@ TEST(EventLoopCancellable, CancelAfterTheRunReturnsFalse) {
   EXPECT_FALSE(handle.cancel());
 }
 
-TEST(EventLoopCancellable, ATaskCannotCancelItselfWhileRunningButCanCancelAnother) {
+TEST_P(EventLoopCancellableDriven, ATaskCannotCancelItselfWhileRunningButCanCancelAnother) {
   EventLoop loop;
   TaskHandle self;
   TaskHandle other;
@@ -317,7 +332,7 @@ TEST(EventLoopCancellable, ATaskCannotCancelItselfWhileRunningButCanCancelAnothe
   });
   other = loop.post_cancellable([&other_ran] { other_ran = true; });
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_FALSE(self_cancel);  // running: too late
   EXPECT_TRUE(other_cancel);
   EXPECT_FALSE(other_ran);
@@ -345,7 +360,7 @@ TEST(EventLoopCancellable, ADiscardedTaskCannotBeCancelled) {
   EXPECT_FALSE(handle.cancel());  // the handle outlives the loop safely
 }
 
-TEST(EventLoopCancellable, ExceptionsGoToOnError) {
+TEST_P(EventLoopCancellableDriven, ExceptionsGoToOnError) {
   std::promise<std::string> reported;
   EventLoop loop(EventLoop::Options{.on_error = [&reported](std::exception_ptr e) {
     try {
@@ -354,17 +369,17 @@ TEST(EventLoopCancellable, ExceptionsGoToOnError) {
       reported.set_value(ex.what());
     }
   }});
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   TaskHandle handle = loop.post_cancellable([] { throw std::runtime_error("cancellable boom"); });
   EXPECT_EQ(reported.get_future().get(), "cancellable boom");
 }
 
 // Adversarial: cancel() raced against the loop starting the task. For every task exactly one of "it
 // ran" and "cancel() returned true" holds — never both, never neither — over many tasks and rounds.
-TEST(EventLoopCancellable, CancelRacingTheLoopIsExactlyOnce) {
+TEST_P(EventLoopCancellableDriven, CancelRacingTheLoopIsExactlyOnce) {
   constexpr int kTasks = 20000;
   EventLoop loop;
-  RunningLoop runner(loop, "cancel-race");
+  RunningLoop runner(loop, GetParam(), "cancel-race");
   std::vector<std::atomic<int>> ran(kTasks);
   std::vector<TaskHandle> handles(kTasks);
   std::latch posted(1);

@@ -12,6 +12,7 @@
 
 #include "test_support.hpp"
 #include "xthread/event_loop.hpp"
+#include "xthread/thread_safe_function.hpp"
 
 using xthread::EventLoop;
 using xthread::Priority;
@@ -216,4 +217,27 @@ TEST(EventLoopIdleRounds, IdleTasksQueuedBeforeTheRoundAllRunInIt) {
   loop.run();
   const std::vector<int> expected{0, 1, 2, 3, 4};
   EXPECT_EQ(order, expected);
+}
+
+TEST(EventLoopIdleRounds, AnAtFrontIdleCallThatRepeatsItselfDoesNotKeepTheLoopFromParking) {
+  EventLoop loop;
+  std::atomic<int> runs{0};
+  xthread::ThreadSafeFunction<void()>* self = nullptr;
+  xthread::ThreadSafeFunction<void()> again{loop, [&] {
+    runs.fetch_add(1);
+    // From the loop thread: queued (call() never runs inline), at the head of the idle queue.
+    (void)self->call_with(xthread::CallOptions{.priority = Priority::idle, .at_front = true});
+  }};
+  self = &again;
+  NamedLoopThread thread(loop, "idle-front");
+  (void)again.call_with(xthread::CallOptions{.priority = Priority::idle, .at_front = true});
+  ASSERT_TRUE(xthread_test::eventually([&] { return runs.load() >= 1; }));
+  ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("idle-front"); }));
+  const int parked_at = runs.load();
+  std::promise<void> ran;
+  ASSERT_TRUE(loop.post([&] { ran.set_value(); }));
+  ran.get_future().wait();
+  ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("idle-front"); }));
+  EXPECT_EQ(runs.load(), parked_at + 1);
+  again.abort();
 }

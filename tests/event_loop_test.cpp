@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "loop_hosts.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
@@ -20,29 +21,24 @@ using xthread::EventLoop;
 using xthread::Priority;
 using xthread::Timer;
 
+using xthread_test::drive;
+using xthread_test::LoopDriver;
+using xthread_test::RunningLoop;
+
 namespace {
 
-/// Runs a loop on a named thread; joins on destruction.
-class RunningLoop {
- public:
-  explicit RunningLoop(EventLoop& loop, const char* name = "test-loop")
-      : thread_([&loop, name] {
-          pthread_setname_np(pthread_self(), name);
-          loop.run();
-        }) {}
-  ~RunningLoop() { join(); }
-  void join() {
-    if (thread_.joinable()) thread_.join();
-  }
-  std::thread::id id() const { return thread_.get_id(); }
-
- private:
-  std::thread thread_;
-};
+/// The tests that hold for every way of driving a loop: run(), an epoll host, a libuv host.
+class EventLoopDriven : public xthread_test::DriverTest {};
+class EventLoopHardeningDriven : public xthread_test::DriverTest {};
 
 }  // namespace
 
-TEST(EventLoop, RunsPostedTasksInOrderOnTheLoopThread) {
+INSTANTIATE_TEST_SUITE_P(, EventLoopDriven, ::testing::ValuesIn(xthread_test::kAllDrivers),
+                         xthread_test::driver_param_name);
+INSTANTIATE_TEST_SUITE_P(, EventLoopHardeningDriven, ::testing::ValuesIn(xthread_test::kAllDrivers),
+                         xthread_test::driver_param_name);
+
+TEST_P(EventLoopDriven, RunsPostedTasksInOrderOnTheLoopThread) {
   EventLoop loop;
   std::vector<int> order;
   std::vector<std::thread::id> threads;
@@ -53,7 +49,7 @@ TEST(EventLoop, RunsPostedTasksInOrderOnTheLoopThread) {
     }));
   }
   ASSERT_TRUE(loop.post([&] { loop.stop(); }));
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   const auto loop_thread = runner.id();
   runner.join();
   ASSERT_EQ(order.size(), 100u);
@@ -61,14 +57,15 @@ TEST(EventLoop, RunsPostedTasksInOrderOnTheLoopThread) {
   for (auto id : threads) EXPECT_EQ(id, loop_thread);
 }
 
-TEST(EventLoop, PostReturnsFalseOnceStopped) {
+TEST_P(EventLoopDriven, PostReturnsFalseOnceStopped) {
   EventLoop loop;
   loop.stop();
   EXPECT_FALSE(loop.post([] {}));
-  loop.run();  // returns at once: the loop is stopped for good
+  drive(loop, GetParam());  // returns at once: the loop is stopped for good
   EXPECT_FALSE(loop.post([] {}));
 }
 
+// About run() itself: hosted, the rule differs (see the next test).
 TEST(EventLoop, InLoopThreadIsTrueOnlyInsideRun) {
   EventLoop loop;
   EXPECT_FALSE(loop.in_loop_thread());
@@ -82,7 +79,35 @@ TEST(EventLoop, InLoopThreadIsTrueOnlyInsideRun) {
   EXPECT_FALSE(loop.in_loop_thread());
 }
 
-TEST(EventLoop, RunsPrioritiesInOrderAndIdleLast) {
+// The hosted counterpart: the thread that last called run_ready() is the loop's thread also between
+// calls (so a call_sync or invoke_sync the host makes itself runs inline), and no other thread is.
+TEST(EventLoop, InLoopThreadIsTrueOnTheHostThreadAlsoBetweenRunReadyCalls) {
+  EventLoop loop;
+  EXPECT_FALSE(loop.in_loop_thread());
+  bool inside = false;
+  bool elsewhere = true;
+  ASSERT_TRUE(loop.post([&] {
+    inside = loop.in_loop_thread();
+    std::thread([&] { elsewhere = loop.in_loop_thread(); }).join();
+  }));
+  EXPECT_EQ(loop.run_ready(), 1u);
+  EXPECT_TRUE(inside);
+  EXPECT_FALSE(elsewhere);
+  EXPECT_TRUE(loop.in_loop_thread());  // between calls
+  EXPECT_EQ(loop.run_ready(), 0u);     // a call that finds nothing to run makes no difference
+  EXPECT_TRUE(loop.in_loop_thread());
+  // Another thread takes over hosting: it is the last to have called run_ready(), this one no longer.
+  bool taker = false;
+  std::thread([&] {
+    (void)loop.run_ready();
+    taker = loop.in_loop_thread();
+  }).join();
+  EXPECT_TRUE(taker);
+  EXPECT_FALSE(loop.in_loop_thread());
+  loop.stop();
+}
+
+TEST_P(EventLoopDriven, RunsPrioritiesInOrderAndIdleLast) {
   EventLoop loop;
   std::vector<std::string> order;
   // Queue everything before the loop starts, in scrambled order.
@@ -94,12 +119,12 @@ TEST(EventLoop, RunsPrioritiesInOrderAndIdleLast) {
     ASSERT_TRUE(loop.post([&order, name = std::string(name)] { order.push_back(name); }, priority));
   }
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   const std::vector<std::string> expected{"immediate", "immediate2", "high", "normal", "low", "low2", "idle"};
   EXPECT_EQ(order, expected);
 }
 
-TEST(EventLoop, AHigherPriorityTaskPreemptsTheRestOfABatch) {
+TEST_P(EventLoopDriven, AHigherPriorityTaskPreemptsTheRestOfABatch) {
   EventLoop loop;
   std::vector<std::string> order;
   ASSERT_TRUE(loop.post([&] {
@@ -108,12 +133,12 @@ TEST(EventLoop, AHigherPriorityTaskPreemptsTheRestOfABatch) {
   }, Priority::low));
   ASSERT_TRUE(loop.post([&] { order.push_back("low2"); }, Priority::low));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   const std::vector<std::string> expected{"low1", "urgent", "low2"};
   EXPECT_EQ(order, expected);
 }
 
-TEST(EventLoop, IdleTasksWaitForAnEmptyQueue) {
+TEST_P(EventLoopDriven, IdleTasksWaitForAnEmptyQueue) {
   EventLoop loop;
   std::vector<std::string> order;
   ASSERT_TRUE(loop.post([&] {
@@ -124,12 +149,12 @@ TEST(EventLoop, IdleTasksWaitForAnEmptyQueue) {
     order.push_back("normal1");
     ASSERT_TRUE(loop.post([&] { order.push_back("normal2"); }));
   }));
-  loop.run();
+  drive(loop, GetParam());
   const std::vector<std::string> expected{"normal1", "normal2", "idle"};
   EXPECT_EQ(order, expected);
 }
 
-TEST(EventLoop, PostAfterWaitsAtLeastTheDelay) {
+TEST_P(EventLoopDriven, PostAfterWaitsAtLeastTheDelay) {
   EventLoop loop;
   const auto start = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point fired;
@@ -138,12 +163,12 @@ TEST(EventLoop, PostAfterWaitsAtLeastTheDelay) {
     loop.stop();
   });
   EXPECT_TRUE(timer.active());
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_GE(fired - start, 20ms);
   EXPECT_FALSE(timer.active());
 }
 
-TEST(EventLoop, PostEveryRepeatsUntilCancelledFromItsCallback) {
+TEST_P(EventLoopDriven, PostEveryRepeatsUntilCancelledFromItsCallback) {
   EventLoop loop;
   int ticks = 0;
   xthread::Timer timer;
@@ -154,19 +179,19 @@ TEST(EventLoop, PostEveryRepeatsUntilCancelledFromItsCallback) {
       loop.post_after(20ms, [&] { loop.stop(); });
     }
   });
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(ticks, 3);
   EXPECT_FALSE(timer.active());
 }
 
-TEST(EventLoop, CancelledTimerNeverRuns) {
+TEST_P(EventLoopDriven, CancelledTimerNeverRuns) {
   EventLoop loop;
   bool ran = false;
   auto timer = loop.post_after(5ms, [&] { ran = true; });
   timer.cancel();
   EXPECT_FALSE(timer.active());
   loop.post_after(30ms, [&] { loop.stop(); });
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_FALSE(ran);
 }
 
@@ -175,7 +200,7 @@ TEST(EventLoop, PostEveryRejectsANonPositivePeriod) {
   EXPECT_THROW((void)loop.post_every(0ms, [] {}), std::invalid_argument);
 }
 
-TEST(EventLoop, ExceptionsGoToOnErrorAndTheLoopGoesOn) {
+TEST_P(EventLoopDriven, ExceptionsGoToOnErrorAndTheLoopGoesOn) {
   std::vector<std::string> errors;
   EventLoop loop(EventLoop::Options{.on_error = [&](std::exception_ptr error) {
     try {
@@ -190,7 +215,7 @@ TEST(EventLoop, ExceptionsGoToOnErrorAndTheLoopGoesOn) {
   loop.post_after(0ms, [] { throw std::runtime_error("timer failed"); });
   ASSERT_TRUE(loop.post([&] { after = true; }, Priority::low));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_TRUE(after);
   std::sort(errors.begin(), errors.end());
   const std::vector<std::string> expected{"task failed", "timer failed"};
@@ -208,7 +233,7 @@ TEST(EventLoop, StopDiscardsQueuedTasksWithoutRunningThem) {
   EXPECT_FALSE(ran);
 }
 
-TEST(EventLoop, StopFromAnotherThreadEndsRunAfterTheCurrentTask) {
+TEST_P(EventLoopDriven, StopFromAnotherThreadEndsRunAfterTheCurrentTask) {
   EventLoop loop;
   std::latch started(1);
   std::atomic<bool> release{false};
@@ -218,7 +243,7 @@ TEST(EventLoop, StopFromAnotherThreadEndsRunAfterTheCurrentTask) {
     while (!release.load()) std::this_thread::yield();
   }));
   ASSERT_TRUE(loop.post([&] { after.fetch_add(1); }));
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   started.wait();
   loop.stop();
   EXPECT_FALSE(loop.post([] {}));
@@ -227,18 +252,77 @@ TEST(EventLoop, StopFromAnotherThreadEndsRunAfterTheCurrentTask) {
   EXPECT_EQ(after.load(), 0);
 }
 
+// About run() itself; the hosted counterparts follow.
 TEST(EventLoop, RunningTwiceAtOnceIsALogicError) {
   EventLoop loop;
   std::latch inside(1);
   ASSERT_TRUE(loop.post([&] {
     inside.count_down();
   }));
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, LoopDriver::run);
   inside.wait();
   EXPECT_THROW(loop.run(), std::logic_error);
   loop.stop();
 }
 
+TEST(EventLoop, RunReadyWhileAnotherThreadIsInsideRunIsALogicError) {
+  EventLoop loop;
+  std::latch inside(1);
+  std::latch release(1);
+  ASSERT_TRUE(loop.post([&] {
+    inside.count_down();
+    release.wait();  // keeps the runner inside run() while this thread tries
+  }));
+  RunningLoop runner(loop, LoopDriver::run);
+  inside.wait();
+  EXPECT_THROW((void)loop.run_ready(), std::logic_error);
+  EXPECT_THROW((void)loop.next_deadline(), std::logic_error);
+  release.count_down();
+  loop.stop();
+}
+
+TEST(EventLoop, RunReadyWhileAnotherThreadIsInsideRunReadyIsALogicError) {
+  EventLoop loop;
+  std::latch inside(1);
+  std::latch release(1);
+  ASSERT_TRUE(loop.post([&] {
+    inside.count_down();
+    release.wait();  // keeps the host inside run_ready() while this thread tries
+  }));
+  int ran_after = 0;
+  ASSERT_TRUE(loop.post([&] { ++ran_after; }));
+  std::size_t host_ran = 0;
+  std::thread host([&] { host_ran = loop.run_ready(); });
+  inside.wait();
+  EXPECT_THROW((void)loop.run_ready(), std::logic_error);
+  release.count_down();
+  host.join();
+  EXPECT_EQ(host_ran, 2u);  // the refused call took nothing from the host
+  EXPECT_EQ(ran_after, 1);
+}
+
+TEST(EventLoop, RunReadyFromInsideOneOfTheLoopsTasksIsALogicError) {
+  EventLoop loop;
+  int refused = 0;
+  auto try_nested = [&] {
+    try {
+      (void)loop.run_ready();
+    } catch (const std::logic_error&) {
+      ++refused;
+    }
+  };
+  ASSERT_TRUE(loop.post(try_nested));  // inside run_ready()
+  EXPECT_EQ(loop.run_ready(), 1u);
+  ASSERT_TRUE(loop.post(try_nested));  // inside run()
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::low));
+  loop.run();
+  EXPECT_EQ(refused, 2);
+}
+
+// run() only: a host is inside run_ready() only while it runs tasks, so between two calls nothing
+// keeps the destructor from closing the fd the host still waits on and freeing the loop the host is
+// about to touch again. A host unregisters the fd and leaves before the loop is destroyed; the
+// hosted counterpart (next test) destroys the loop while the host is inside run_ready().
 TEST(EventLoop, DestroyingTheLoopWhileAnotherThreadRunsItStopsIt) {
   auto loop = std::make_unique<EventLoop>();
   std::latch inside(1);
@@ -251,9 +335,41 @@ TEST(EventLoop, DestroyingTheLoopWhileAnotherThreadRunsItStopsIt) {
   EXPECT_EQ(loop, nullptr);
 }
 
-TEST(EventLoop, ABurstOfPostsToAParkedLoopCoalescesWakeups) {
+TEST(EventLoop, DestroyingTheLoopWhileAnotherThreadIsInsideRunReadyWaitsForIt) {
+  auto loop = std::make_unique<EventLoop>();
+  std::latch inside(1);
+  std::atomic<bool> release{false};
+  auto token = std::make_shared<int>(0);
+  ASSERT_TRUE(loop->post([&] {
+    inside.count_down();
+    while (!release.load()) std::this_thread::yield();
+  }));
+  ASSERT_TRUE(loop->post([token] {}));  // still queued when the destructor stops the loop
+  EventLoop& raw = *loop;  // valid until the destructor returns; `loop` itself turns null at once
+  std::size_t ran = 0;
+  std::thread host([&] { ran = raw.run_ready(); });  // the host's last touch of the loop
+  inside.wait();
+  std::thread destroyer([&] {
+    pthread_setname_np(pthread_self(), "destroyer");
+    loop.reset();  // stops the loop, then waits for run_ready() to return
+  });
+  // Release the task once the destructor has stopped the loop (post() is refused from then on) and,
+  // as far as we can tell, is blocked waiting for the host (best effort: nothing can signal it). A
+  // destructor that did not wait would free the loop under the running task (ASan) and return before
+  // discarding the queued task.
+  EXPECT_TRUE(xthread_test::eventually([&] { return !raw.post([] {}); }));
+  (void)xthread_test::eventually([] { return xthread_test::all_threads_sleeping("destroyer"); }, 2s);
+  release.store(true);
+  destroyer.join();
+  host.join();
+  EXPECT_EQ(loop, nullptr);
+  EXPECT_EQ(ran, 1u);                // stop() ended the call after the running task
+  EXPECT_EQ(token.use_count(), 1);   // the queued task was discarded
+}
+
+TEST_P(EventLoopDriven, ABurstOfPostsToAParkedLoopCoalescesWakeups) {
   EventLoop loop;
-  RunningLoop runner(loop, "burst-loop");
+  RunningLoop runner(loop, GetParam(), "burst-loop");
   // Wait until the loop thread is parked in the kernel.
   ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("burst-loop"); }));
   const auto before = loop.stats();
@@ -277,9 +393,9 @@ TEST(EventLoop, ABurstOfPostsToAParkedLoopCoalescesWakeups) {
   loop.stop();
 }
 
-TEST(EventLoop, AnIdleLoopSleepsInTheKernel) {
+TEST_P(EventLoopDriven, AnIdleLoopSleepsInTheKernel) {
   EventLoop loop;
-  RunningLoop runner(loop, "sleepy-loop");
+  RunningLoop runner(loop, GetParam(), "sleepy-loop");
   std::promise<void> ran;
   ASSERT_TRUE(loop.post([&] { ran.set_value(); }));
   ran.get_future().wait();
@@ -287,18 +403,18 @@ TEST(EventLoop, AnIdleLoopSleepsInTheKernel) {
   loop.stop();
 }
 
-TEST(EventLoop, StatsCountTasksAndPending) {
+TEST_P(EventLoopDriven, StatsCountTasksAndPending) {
   EventLoop loop;
   ASSERT_TRUE(loop.post([] {}));
   ASSERT_TRUE(loop.post([] {}, Priority::idle));
   EXPECT_EQ(loop.stats().pending, 2u);
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(loop.stats().tasks_run, 3u);
   EXPECT_EQ(loop.stats().pending, 0u);
 }
 
-TEST(EventLoop, MoveOnlyTasksAreAccepted) {
+TEST_P(EventLoopDriven, MoveOnlyTasksAreAccepted) {
   EventLoop loop;
   auto value = std::make_unique<int>(42);
   int seen = 0;
@@ -306,13 +422,13 @@ TEST(EventLoop, MoveOnlyTasksAreAccepted) {
     seen = *value;
     loop.stop();
   }));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(seen, 42);
 }
 
-TEST(EventLoop, ManyProducersPostConcurrently) {
+TEST_P(EventLoopDriven, ManyProducersPostConcurrently) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   constexpr int kProducers = 4;
   constexpr int kPerProducer = 5'000;
   std::atomic<int> ran{0};
@@ -326,8 +442,11 @@ TEST(EventLoop, ManyProducersPostConcurrently) {
     });
   }
   for (auto& producer : producers) producer.join();
+  // `idle`, not `low`: idle runs only once nothing else is queued, whereas since the anti-starvation
+  // rule a `low` task may overtake a backlog of normal and high ones (after every 5 of them). A hosted
+  // loop meets that backlog: run_ready() hands the host back its thread every 1024 tasks.
   std::promise<void> drained;
-  ASSERT_TRUE(loop.post([&] { drained.set_value(); }, Priority::low));
+  ASSERT_TRUE(loop.post([&] { drained.set_value(); }, Priority::idle));
   drained.get_future().wait();
   EXPECT_EQ(ran.load(), kProducers * kPerProducer);
   loop.stop();
@@ -335,7 +454,7 @@ TEST(EventLoop, ManyProducersPostConcurrently) {
 
 // ---- Regression tests for the hardening issue (#8): each failed on the code before it. ----------
 
-TEST(EventLoopHardening, QueuedImmediateTasksRunBeforeADueNormalTimer) {
+TEST_P(EventLoopHardeningDriven, QueuedImmediateTasksRunBeforeADueNormalTimer) {
   // Break 3: due timers used to run before every queued task, `immediate` ones included.
   EventLoop loop;
   std::vector<std::string> order;
@@ -344,12 +463,12 @@ TEST(EventLoopHardening, QueuedImmediateTasksRunBeforeADueNormalTimer) {
   ASSERT_TRUE(loop.post([&] { order.push_back("high"); }, Priority::high));
   ASSERT_TRUE(loop.post([&] { order.push_back("low"); }, Priority::low));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   const std::vector<std::string> expected{"immediate", "high", "timer", "low"};
   EXPECT_EQ(order, expected);
 }
 
-TEST(EventLoopHardening, AHighPriorityTimerInterruptsALongBatchOfNormalTasks) {
+TEST_P(EventLoopHardeningDriven, AHighPriorityTimerInterruptsALongBatchOfNormalTasks) {
   // Break 3: a due timer could not interrupt a long batch (542 ms without a tick in a burst).
   EventLoop loop;
   std::atomic<int> ticks{0};
@@ -369,13 +488,13 @@ TEST(EventLoopHardening, AHighPriorityTimerInterruptsALongBatchOfNormalTasks) {
     }));
   }
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(ran.load(), kTasks);
   EXPECT_GT(ticks.load(), 10);                  // it ticked during the batch, not only after it
   EXPECT_LT(ran_at_first_tick, kTasks / 2);     // and the first tick came early in the batch
 }
 
-TEST(EventLoopHardening, ADueNormalTimerJoinsTheBackOfTheNormalQueueWhenNoticed) {
+TEST_P(EventLoopHardeningDriven, ADueNormalTimerJoinsTheBackOfTheNormalQueueWhenNoticed) {
   EventLoop loop;
   std::vector<std::string> order;
   Timer timer = loop.post_after(0ns, [&] { order.push_back("timer"); });
@@ -387,15 +506,15 @@ TEST(EventLoopHardening, ADueNormalTimerJoinsTheBackOfTheNormalQueueWhenNoticed)
     ASSERT_TRUE(loop.post([&] { order.push_back("posted-after"); }));
   }));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   const std::vector<std::string> expected{"first", "second", "timer", "posted-after"};
   EXPECT_EQ(order, expected);
 }
 
-TEST(EventLoopHardening, ACancelledTimersCapturesAreReleasedAtTheNextIterationDespiteALiveTimerAhead) {
+TEST_P(EventLoopHardeningDriven, ACancelledTimersCapturesAreReleasedAtTheNextIterationDespiteALiveTimerAhead) {
   // Break 4: cancelled timers (and their captures) lived until their own deadline.
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   Timer ahead = loop.post_after(1h, [] {});  // a live timer in front keeps the heap busy
   auto capture = std::make_shared<std::vector<char>>(1 << 20);
   std::weak_ptr<std::vector<char>> watch = capture;
@@ -409,9 +528,9 @@ TEST(EventLoopHardening, ACancelledTimersCapturesAreReleasedAtTheNextIterationDe
   loop.stop();
 }
 
-TEST(EventLoopHardening, AFiredOneShotTimerKeepsNoCapturesAlive) {
+TEST_P(EventLoopHardeningDriven, AFiredOneShotTimerKeepsNoCapturesAlive) {
   EventLoop loop;
-  RunningLoop runner(loop);
+  RunningLoop runner(loop, GetParam());
   auto capture = std::make_shared<int>(1);
   std::weak_ptr<int> watch = capture;
   std::promise<bool> released;
@@ -424,7 +543,7 @@ TEST(EventLoopHardening, AFiredOneShotTimerKeepsNoCapturesAlive) {
   loop.stop();
 }
 
-TEST(EventLoopHardening, MaximalDurationsMeanNeverAndDoNotOverflow) {
+TEST_P(EventLoopHardeningDriven, MaximalDurationsMeanNeverAndDoNotOverflow) {
   // Break 5: post_after(nanoseconds::max()) fired at once; post_every(max) fired millions of times.
   EventLoop loop;
   std::atomic<int> fired{0};
@@ -434,13 +553,13 @@ TEST(EventLoopHardening, MaximalDurationsMeanNeverAndDoNotOverflow) {
   Timer d = loop.post_every(std::chrono::hours::max(), [&] { fired.fetch_add(1); });
   Timer e = loop.post_after(std::chrono::nanoseconds::min(), [] {});  // negative: due now
   Timer stopper = loop.post_after(20ms, [&] { loop.stop(); });
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(fired.load(), 0);
   EXPECT_FALSE(e.active());
   EXPECT_FALSE(a.active());  // the loop stopped
 }
 
-TEST(EventLoopHardening, ACancelCallFromAnotherThreadNeverLosesToTheLoopsStart) {
+TEST_P(EventLoopHardeningDriven, ACancelCallFromAnotherThreadNeverLosesToTheLoopsStart) {
   // Break 2, deterministic part: cancel() before the loop reaches a due timer wins for good.
   EventLoop loop;
   std::atomic<int> fired{0};
@@ -451,11 +570,11 @@ TEST(EventLoopHardening, ACancelCallFromAnotherThreadNeverLosesToTheLoopsStart) 
   });
   canceller.join();
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(fired.load(), 0);
 }
 
-TEST(EventLoopHardening, ACancelFromItsOwnCallbackStopsAPeriodicTimerAtOnce) {
+TEST_P(EventLoopHardeningDriven, ACancelFromItsOwnCallbackStopsAPeriodicTimerAtOnce) {
   EventLoop loop;
   int runs = 0;
   Timer timer;
@@ -463,12 +582,12 @@ TEST(EventLoopHardening, ACancelFromItsOwnCallbackStopsAPeriodicTimerAtOnce) {
     if (++runs == 3) timer.cancel();
   });
   Timer stopper = loop.post_after(20ms, [&] { loop.stop(); });
-  loop.run();
+  drive(loop, GetParam());
   EXPECT_EQ(runs, 3);
   EXPECT_FALSE(timer.active());
 }
 
-TEST(EventLoopHardening, StatsCountPendingWithoutWalkingAndAfterPreemption) {
+TEST_P(EventLoopHardeningDriven, StatsCountPendingWithoutWalkingAndAfterPreemption) {
   EventLoop loop;
   std::size_t pending_inside = 0;
   ASSERT_TRUE(loop.post([&] {
@@ -477,7 +596,7 @@ TEST(EventLoopHardening, StatsCountPendingWithoutWalkingAndAfterPreemption) {
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(loop.post([] {}, Priority::low));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
   EXPECT_EQ(loop.stats().pending, 12u);
-  loop.run();
+  drive(loop, GetParam());
   // The first low task ran and was preempted: the 10 low tasks handed back, plus the idle stopper.
   EXPECT_EQ(pending_inside, 11u);
 }

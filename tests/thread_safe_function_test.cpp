@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "loop_hosts.hpp"
 #include "test_support.hpp"
 #include "xthread/loop_thread.hpp"
 
@@ -24,6 +25,8 @@ using xthread::Priority;
 using xthread::EventLoop;
 using xthread::LoopThread;
 using xthread::ThreadSafeFunction;
+using xthread_test::drive;
+using xthread_test::RunningLoop;
 
 namespace {
 
@@ -69,13 +72,20 @@ struct CopyCounter {
   CopyCounter& operator=(CopyCounter&&) noexcept = default;
 };
 
+/// Call round trips and closing, for every way of driving the loop: run(), an epoll host, a libuv host.
+class ThreadSafeFunctionDriven : public xthread_test::DriverTest {};
+
 }  // namespace
 
-TEST(ThreadSafeFunction, CallRunsOnTheLoopThreadAndReturnsTheValue) {
-  LoopThread worker{"tsfn-worker"};
+INSTANTIATE_TEST_SUITE_P(, ThreadSafeFunctionDriven, ::testing::ValuesIn(xthread_test::kAllDrivers),
+                         xthread_test::driver_param_name);
+
+TEST_P(ThreadSafeFunctionDriven, CallRunsOnTheLoopThreadAndReturnsTheValue) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam(), "tsfn-worker");
   std::thread::id callee_thread;
   ThreadSafeFunction<std::string(std::string, std::string)> concat{
-      worker.loop(), [&](std::string a, std::string b) {
+      loop, [&](std::string a, std::string b) {
         callee_thread = std::this_thread::get_id();
         return a + b;
       }};
@@ -85,9 +95,10 @@ TEST(ThreadSafeFunction, CallRunsOnTheLoopThreadAndReturnsTheValue) {
   EXPECT_EQ(concat.call_sync("a", "b"), "ab");
 }
 
-TEST(ThreadSafeFunction, TheCalleesExceptionComesBack) {
-  LoopThread worker;
-  ThreadSafeFunction<int(int)> checked{worker.loop(), [](int x) -> int {
+TEST_P(ThreadSafeFunctionDriven, TheCalleesExceptionComesBack) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam());
+  ThreadSafeFunction<int(int)> checked{loop, [](int x) -> int {
                                          if (x < 0) throw std::domain_error("negative");
                                          return x;
                                        }};
@@ -96,10 +107,11 @@ TEST(ThreadSafeFunction, TheCalleesExceptionComesBack) {
   EXPECT_EQ(checked.call_sync(3), 3);
 }
 
-TEST(ThreadSafeFunction, VoidCallsWork) {
-  LoopThread worker;
+TEST_P(ThreadSafeFunctionDriven, VoidCallsWork) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam());
   std::atomic<int> calls{0};
-  ThreadSafeFunction<void()> bump{worker.loop(), [&] { calls.fetch_add(1); }};
+  ThreadSafeFunction<void()> bump{loop, [&] { calls.fetch_add(1); }};
   bump.call_sync();
   bump.call().get();
   EXPECT_EQ(calls.load(), 2);
@@ -171,15 +183,16 @@ TEST(ThreadSafeFunction, EveryProducerBlockedOnAFullQueueWakesAsSpaceFrees) {
   for (int p = 0; p < kProducers; ++p) EXPECT_EQ(results[p], p);
 }
 
-TEST(ThreadSafeFunction, AbortFailsQueuedBlockedAndLaterCalls) {
-  LoopThread worker;
+TEST_P(ThreadSafeFunctionDriven, AbortFailsQueuedBlockedAndLaterCalls) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam());
   std::atomic<int> ran{0};
-  ThreadSafeFunction<int(int)> counted{worker.loop(), [&](int x) {
+  ThreadSafeFunction<int(int)> counted{loop, [&](int x) {
                                          ran.fetch_add(1);
                                          return x;
                                        },
                                        {.max_queue = 2}};
-  LoopBlocker blocker(worker.loop());
+  LoopBlocker blocker(loop);
   auto queued1 = counted.call(1);
   auto queued2 = counted.call(2);  // full now
   std::promise<bool> blocked_result;
@@ -204,13 +217,14 @@ TEST(ThreadSafeFunction, AbortFailsQueuedBlockedAndLaterCalls) {
   EXPECT_EQ(ran.load(), 0);
 }
 
-TEST(ThreadSafeFunction, ReleaseDrainsQueuedCallsThenRunsTheFinalizerOnTheLoop) {
-  LoopThread worker;
+TEST_P(ThreadSafeFunctionDriven, ReleaseDrainsQueuedCallsThenRunsTheFinalizerOnTheLoop) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam());
   std::atomic<int> ran{0};
   std::promise<std::thread::id> finalized;
   std::atomic<int> finalizer_runs{0};
   std::thread::id loop_thread;
-  ThreadSafeFunction<int(int)> counted{worker.loop(),
+  ThreadSafeFunction<int(int)> counted{loop,
                                        [&](int x) {
                                          loop_thread = std::this_thread::get_id();
                                          ran.fetch_add(1);
@@ -221,7 +235,7 @@ TEST(ThreadSafeFunction, ReleaseDrainsQueuedCallsThenRunsTheFinalizerOnTheLoop) 
                                          finalized.set_value(std::this_thread::get_id());
                                        }}};
   counted.acquire();  // two references now
-  LoopBlocker blocker(worker.loop());
+  LoopBlocker blocker(loop);
   auto first = counted.call(1);
   auto second = counted.call(2);
   counted.release();
@@ -254,9 +268,9 @@ TEST(ThreadSafeFunction, TheLastHandleReleasesAndFinalizes) {
   finalized.get_future().get();
 }
 
-TEST(ThreadSafeFunction, AStoppedLoopFailsEveryCallInFlight) {
+TEST_P(ThreadSafeFunctionDriven, AStoppedLoopFailsEveryCallInFlight) {
   auto loop = std::make_unique<EventLoop>();
-  std::thread runner([&] { loop->run(); });
+  std::thread runner([&loop, driver = GetParam()] { drive(*loop, driver); });
   ThreadSafeFunction<int(int)> identity{*loop, [](int x) { return x; }};
   LoopBlocker blocker(*loop);
   std::vector<std::future<int>> async_calls;
@@ -285,6 +299,22 @@ TEST(ThreadSafeFunction, AStoppedLoopFailsEveryCallInFlight) {
   loop.reset();  // the function outlives its loop
   EXPECT_THROW(identity.call_sync(1), ClosedError);
   EXPECT_THROW(identity.call(1).get(), ClosedError);
+}
+
+// As EventLoop::invoke_sync: once the loop stopped and its driver returned, the driving thread's calls
+// fail with ClosedError too (the callee never runs on a stopped loop), hosted or not.
+TEST_P(ThreadSafeFunctionDriven, AfterTheDriverReturnedItsThreadGetsClosedErrorToo) {
+  EventLoop loop;
+  std::atomic<int> ran{0};
+  ThreadSafeFunction<int(int)> counted{loop, [&ran](int x) {
+                                         ran.fetch_add(1);
+                                         return x;
+                                       }};
+  ASSERT_TRUE(loop.post([&loop] { loop.stop(); }));
+  drive(loop, GetParam());
+  EXPECT_THROW(counted.call_sync(1), ClosedError);
+  EXPECT_THROW(counted.call(2).get(), ClosedError);
+  EXPECT_EQ(ran.load(), 0);
 }
 
 TEST(ThreadSafeFunction, DestroyingTheLoopWithCallsInFlightFailsThem) {
@@ -330,10 +360,11 @@ TEST(ThreadSafeFunction, ArgumentsAreMovedNeverCopied) {
   EXPECT_EQ(CopyCounter::copies.load(), 0);
 }
 
-TEST(ThreadSafeFunction, ManyThreadsCallConcurrently) {
-  LoopThread worker;
+TEST_P(ThreadSafeFunctionDriven, ManyThreadsCallConcurrently) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam());
   std::atomic<long> seen{0};
-  ThreadSafeFunction<long(long)> add{worker.loop(), [&](long x) {
+  ThreadSafeFunction<long(long)> add{loop, [&](long x) {
                                        seen.fetch_add(x, std::memory_order_relaxed);
                                        return x + 1;
                                      },

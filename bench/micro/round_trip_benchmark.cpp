@@ -1,10 +1,17 @@
 // Round trips between two threads: the floors (spin and futex ping-pong) and xthread's call_sync /
-// call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back).
+// call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back);
+// call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);
+// and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run().
 //
 //   ./xthread-micro --benchmark_filter=RoundTrip --benchmark_repetitions=9 \
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+#include <sys/epoll.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <cmath>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -80,9 +87,10 @@ void RoundTrip_SpinFloor(benchmark::State& state) {
   samples.report(state);
 }
 
-void RoundTrip_CallSync(benchmark::State& state, bool idle) {
-  xthread::LoopThread worker{"micro-loop"};
-  xthread::ThreadSafeFunction<int(int)> increment{worker.loop(), [](int x) { return x + 1; }};
+/// call_sync (or call_sync_with, when `options` is given) round trips into `loop`'s thread.
+void measure_call_sync(benchmark::State& state, xthread::EventLoop& loop, bool idle,
+                       std::optional<xthread::CallOptions> options = std::nullopt) {
+  xthread::ThreadSafeFunction<int(int)> increment{loop, [](int x) { return x + 1; }};
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
@@ -92,21 +100,72 @@ void RoundTrip_CallSync(benchmark::State& state, bool idle) {
       state.ResumeTiming();
     }
     const auto start = Clock::now();
-    value = increment.call_sync(value);
+    value = options ? increment.call_sync_with(*options, value) : increment.call_sync(value);
     samples.add(Clock::now() - start);
   }
   benchmark::DoNotOptimize(value);
   samples.report(state);
 }
 
-void RoundTrip_CallFuture(benchmark::State& state) {
+void RoundTrip_CallSync(benchmark::State& state, bool idle) {
+  xthread::LoopThread worker{"micro-loop"};
+  measure_call_sync(state, worker.loop(), idle);
+}
+
+void RoundTrip_CallSyncWith(benchmark::State& state, bool idle) {
+  xthread::LoopThread worker{"micro-loop"};
+  measure_call_sync(state, worker.loop(), idle, xthread::CallOptions{.priority = xthread::Priority::high, .at_front = true});
+}
+
+/// A thread hosting an EventLoop in a plain epoll loop (level-triggered on wakeup_fd(), timeout from
+/// next_deadline()), the way an app's own main loop would, instead of run().
+class EpollHostedLoop {
+ public:
+  EpollHostedLoop() : thread_([this] { host(); }) {}
+  ~EpollHostedLoop() {
+    loop_.stop();  // makes the fd readable: the host sees stopped() and leaves
+    thread_.join();
+  }
+  xthread::EventLoop& loop() { return loop_; }
+
+ private:
+  void host() {
+    const int epoll = epoll_create1(EPOLL_CLOEXEC);
+    epoll_event event{};
+    event.events = EPOLLIN;
+    epoll_ctl(epoll, EPOLL_CTL_ADD, loop_.wakeup_fd(), &event);
+    while (!loop_.stopped()) {
+      loop_.run_ready();
+      int timeout_ms = -1;
+      if (const auto deadline = loop_.next_deadline()) {
+        const auto left = std::chrono::duration<double, std::milli>(*deadline - Clock::now()).count();
+        timeout_ms = left <= 0 ? 0 : static_cast<int>(std::ceil(left));
+      }
+      epoll_event ready{};
+      epoll_wait(epoll, &ready, 1, timeout_ms);
+    }
+    epoll_ctl(epoll, EPOLL_CTL_DEL, loop_.wakeup_fd(), nullptr);
+    close(epoll);
+  }
+
+  xthread::EventLoop loop_;
+  std::thread thread_;
+};
+
+void RoundTrip_CallSyncEpollHosted(benchmark::State& state, bool idle) {
+  EpollHostedLoop hosted;
+  measure_call_sync(state, hosted.loop(), idle);
+}
+
+void RoundTrip_CallFuture(benchmark::State& state, bool with_options) {
   xthread::LoopThread worker{"micro-loop"};
   xthread::ThreadSafeFunction<int(int)> increment{worker.loop(), [](int x) { return x + 1; }};
+  const xthread::CallOptions options{.priority = xthread::Priority::high, .at_front = true};
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
     const auto start = Clock::now();
-    value = increment.call(value).get();
+    value = with_options ? increment.call_with(options, value).get() : increment.call(value).get();
     samples.add(Clock::now() - start);
   }
   benchmark::DoNotOptimize(value);
@@ -155,6 +214,11 @@ BENCHMARK_CAPTURE(RoundTrip_AtomicWaitFloor, hot, false)->UseRealTime()->Iterati
 BENCHMARK_CAPTURE(RoundTrip_AtomicWaitFloor, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSync, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSync, idle, true)->UseRealTime()->Iterations(2'000);
-BENCHMARK(RoundTrip_CallFuture)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncWith, hot, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncWith, idle, true)->UseRealTime()->Iterations(2'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, hot, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, idle, true)->UseRealTime()->Iterations(2'000);
+BENCHMARK_CAPTURE(RoundTrip_CallFuture, call, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_CallFuture, call_with, true)->UseRealTime()->Iterations(20'000);
 BENCHMARK(RoundTrip_CallSyncConcat1MB)->UseRealTime()->Iterations(300);
 BENCHMARK(RoundTrip_InThreadConcat1MB)->UseRealTime()->Iterations(300);

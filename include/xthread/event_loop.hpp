@@ -15,7 +15,7 @@
 #include "xthread/errors.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/futex.hpp"
-#include "xthread/detail/loop_core.hpp"
+#include "xthread/detail/loop_task.hpp"
 
 namespace xthread {
 
@@ -35,7 +35,7 @@ class Timer {
   /// Returns true when this call stopped the timer while no run was in progress (so no run is in
   /// progress now and none will start); false when the timer had already fired (one-shot), been
   /// cancelled or stopped, or a run was in progress (it may still be finishing).
-  bool cancel() noexcept { return state_ && detail::LoopCore::cancel_timer(state_); }
+  bool cancel() noexcept { return state_ && detail::cancel_timer(state_); }
   /// False once the timer fired (one-shot), was cancelled, or its loop stopped.
   [[nodiscard]] bool active() const noexcept {
     if (!state_) return false;
@@ -140,7 +140,7 @@ class SyncInvokeTask final : public LoopTask {
 
  private:
   void finish() noexcept {
-    if (caller_loop_ != nullptr) LoopCore::end_wait(*caller_loop_);  // before the caller resumes
+    if (caller_loop_ != nullptr) loop_end_wait(*caller_loop_);  // before the caller resumes
     done_.set();  // last touch of *this: the caller's frame may end right after
   }
 
@@ -168,8 +168,9 @@ class SyncInvokeTask final : public LoopTask {
 /// urgent than P, and P's own count is reset whenever nothing less urgent waits. So a flood of `high`
 /// lets one `normal` task through after every 5 `high` ones, and with floods at several priorities
 /// every priority above `idle` keeps getting turns (a waiting `low` task under floods of `immediate`
-/// and `high` runs within (limit + 1)² tasks). starvation_limit = 0 turns the rule off (strict
-/// priorities: a steady flood of urgent work starves less urgent work).
+/// and `high` runs within (limit + 1)² tasks). So a less urgent task is not a fence behind the more
+/// urgent work queued before it; an `idle` task is (see below). starvation_limit = 0 turns the rule
+/// off (strict priorities: a steady flood of urgent work starves less urgent work).
 ///
 /// `idle` tasks run one at a time, only when no other task is queued and no timer is due, in idle
 /// rounds: a round runs the idle tasks that were queued when it began (those queued during the round
@@ -209,10 +210,12 @@ class SyncInvokeTask final : public LoopTask {
 /// one from it with three calls — watch wakeup_fd() for readability, call run_ready() when it is
 /// readable and when the time next_deadline() gave has come, then ask next_deadline() again. Such a
 /// loop keeps every rule of this comment (priorities, timers, stopping, ThreadSafeFunction calls).
-/// The thread that last called run_ready() is the loop's thread also between calls: in_loop_thread()
-/// is true there, so a ThreadSafeFunction::call_sync or invoke_sync made by the host thread runs
-/// inline instead of waiting for itself. The fd is made on first request; until then hosting costs
-/// nothing, and run() always parks on a futex, never on the fd.
+/// The thread that last called run_ready() is the loop's thread also between calls, until the loop
+/// stops: in_loop_thread() is true there, so a ThreadSafeFunction::call_sync or invoke_sync made by
+/// the host thread runs inline instead of waiting for itself, and a synchronous call it makes into
+/// another loop takes part in the cross-loop deadlock detection (WouldDeadlockError). The fd is
+/// made on first request; until then hosting costs nothing, and run() always parks on a futex, never
+/// on the fd. docs/event-loop.md shows hosts for epoll and libuv.
 ///
 /// Stopping: stop() (any thread) makes run() return after the task that is running; tasks still
 /// queued are then discarded (destroyed without running; a ThreadSafeFunction call among them
@@ -248,19 +251,18 @@ class EventLoop {
   };
 
   EventLoop() : EventLoop(Options{}) {}
-  explicit EventLoop(Options options)
-      : core_(std::make_shared<detail::LoopCore>(std::move(options.on_error), options.starvation_limit)) {}
+  explicit EventLoop(Options options);
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;
-  ~EventLoop() { core_->close_and_wait(); }
+  ~EventLoop();
 
   /// Any thread. Queues `task` (any callable taking no arguments; move-only is fine). Returns false,
   /// dropping the task, once the loop has stopped.
   template <class F>
   bool post(F&& task, Priority priority = Priority::normal) {
-    if (core_->closed()) return false;
+    if (detail::loop_closed(*core_)) return false;
     auto* node = new detail::FunctionTask<std::decay_t<F>>(std::forward<F>(task));
-    if (core_->post(node, priority)) return true;
+    if (detail::loop_post(*core_, node, priority)) return true;
     node->discard();
     return false;
   }
@@ -269,11 +271,11 @@ class EventLoop {
   /// starts (see TaskHandle). Once the loop has stopped, returns an empty handle (and destroys `task`).
   template <class F>
   [[nodiscard]] TaskHandle post_cancellable(F&& task, Priority priority = Priority::normal) {
-    if (core_->closed()) return TaskHandle();
+    if (detail::loop_closed(*core_)) return TaskHandle();
     auto node = std::make_shared<detail::CancellableTask>();
     node->function = detail::UniqueFunction<void()>(std::forward<F>(task));
     node->self_while_queued = node;
-    if (core_->post(node.get(), priority)) return TaskHandle(std::move(node));
+    if (detail::loop_post(*core_, node.get(), priority)) return TaskHandle(std::move(node));
     node->discard();
     return TaskHandle();
   }
@@ -289,12 +291,12 @@ class EventLoop {
     static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke: return a value, not a reference");
     std::promise<R> promise;
     std::future<R> future = promise.get_future();
-    if (core_->closed()) {
+    if (detail::loop_closed(*core_)) {
       promise.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped")));
       return future;
     }
     auto* node = new detail::InvokeTask<std::decay_t<F>, R>(std::forward<F>(function), std::move(promise));
-    if (!core_->post(node, priority)) node->discard();  // the future gets ClosedError
+    if (!detail::loop_post(*core_, node, priority)) node->discard();  // the future gets ClosedError
     return future;
   }
 
@@ -309,23 +311,24 @@ class EventLoop {
   template <class F, class R = std::invoke_result_t<F&&>>
   R invoke_sync(F&& function, Priority priority = Priority::normal) {
     static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke_sync: return a value, not a reference");
-    if (core_->in_loop_thread()) {
+    if (detail::loop_in_thread(*core_)) {
       try {
         return std::forward<F>(function)();
       } catch (const ClosedError& inner) {
         throw NestedClosedError(inner.what());  // the function did run
       }
     }
-    if (core_->closed()) throw ClosedError("EventLoop stopped");
-    detail::LoopCore* const caller_loop = detail::LoopCore::current();
-    if (caller_loop != nullptr && !detail::LoopCore::begin_wait(*caller_loop, *core_)) {
+    if (detail::loop_closed(*core_)) throw ClosedError("EventLoop stopped");
+    const detail::CallerLoop caller = detail::calling_thread_loop();  // holds a hosted loop while we wait
+    detail::LoopCore* const caller_loop = caller.loop;
+    if (caller_loop != nullptr && !detail::loop_begin_wait(*caller_loop, *core_)) {
       throw WouldDeadlockError(
           "EventLoop::invoke_sync from a loop thread into a loop that is itself blocked in a synchronous call "
           "back into the caller's loop (directly or through other loops)");
     }
     detail::SyncInvokeTask<F, R> node(std::forward<F>(function), caller_loop);
-    if (!core_->post(&node, priority)) {
-      if (caller_loop != nullptr) detail::LoopCore::end_wait(*caller_loop);
+    if (!detail::loop_post(*core_, &node, priority)) {
+      if (caller_loop != nullptr) detail::loop_end_wait(*caller_loop);
       throw ClosedError("EventLoop stopped");
     }
     return node.take();
@@ -352,14 +355,14 @@ class EventLoop {
 
   /// Runs tasks on the calling thread until stop(). Only one thread may be inside run() at a time
   /// (std::logic_error otherwise). Returns immediately if the loop was already stopped.
-  void run() { core_->run(); }
+  void run();
 
   /// Any thread, any number of times. See the class comment. A hosted loop's wakeup_fd() becomes
   /// readable, so the host notices (stopped() is then true and run_ready() returns 0).
-  void stop() noexcept { core_->stop(); }
+  void stop() noexcept;
 
   /// Any thread. True once stop() was called (or the destructor began).
-  [[nodiscard]] bool stopped() const noexcept { return core_->closed(); }
+  [[nodiscard]] bool stopped() const noexcept;
 
   // ---- Hosting: driving the loop from another loop (see the class comment) ----
 
@@ -367,10 +370,11 @@ class EventLoop {
   /// with data — while the loop has a task ready to run or timers were added or cancelled since the
   /// last run_ready(), and after stop(). A timer falling due does not make it readable: ask
   /// next_deadline(). Made on the first call (later calls return the same fd; std::system_error if
-  /// the system has none to give); owned by the loop and closed by its destructor, so unregister it
-  /// from the host (uv_poll_stop, EPOLL_CTL_DEL) before destroying the loop. Never read or write it.
+  /// the system has none to give); owned by the loop and closed once the loop and every
+  /// ThreadSafeFunction targeting it are gone, so unregister it from the host (uv_poll_stop,
+  /// EPOLL_CTL_DEL) before destroying the loop. Never read or write it.
   /// May be readable spuriously: run_ready() then returns 0.
-  [[nodiscard]] int wakeup_fd() { return core_->wakeup_fd(); }
+  [[nodiscard]] int wakeup_fd();
 
   /// The hosting thread (one thread at a time; std::logic_error while another thread is inside run()
   /// or run_ready(), or when called from inside one of this loop's tasks). Runs what is ready on the
@@ -380,7 +384,7 @@ class EventLoop {
   /// cannot hold the host's thread); in that case wakeup_fd() stays readable, so the host calls again
   /// after its own work. Each call may begin one idle round. After stop(): discards what is queued
   /// and returns 0. Memory ordering: as run().
-  std::size_t run_ready(std::size_t max_tasks = 1024) { return core_->run_ready(max_tasks); }
+  std::size_t run_ready(std::size_t max_tasks = 1024);
 
   /// The hosting thread, between run_ready() calls, or any thread while no thread is inside run() or
   /// run_ready() (std::logic_error when another thread is inside run()). The earliest deadline among
@@ -388,19 +392,14 @@ class EventLoop {
   /// and run_ready() finds nothing), or nullopt when there is none (or the loop stopped). A host arms its
   /// own timer for it and calls run_ready() when it fires; timers added later make wakeup_fd()
   /// readable, so the host asks again after each run_ready().
-  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> next_deadline() const {
-    return core_->next_deadline();
-  }
+  [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> next_deadline() const;
 
   /// Any thread. True when called from inside run() on this loop's thread, or on the thread that
-  /// hosts it (the last thread that called run_ready(), also between calls).
-  [[nodiscard]] bool in_loop_thread() const noexcept { return core_->in_loop_thread(); }
+  /// hosts it (the last thread that called run_ready(), also between calls, until the loop stops).
+  [[nodiscard]] bool in_loop_thread() const noexcept;
 
   /// Any thread. A snapshot; counters only grow.
-  [[nodiscard]] Stats stats() const {
-    const auto s = core_->stats();
-    return Stats{s.tasks_run, s.wakeups, s.parks, s.pending};
-  }
+  [[nodiscard]] Stats stats() const;
 
  private:
   template <class Signature>
@@ -412,7 +411,7 @@ class EventLoop {
     state->callback = detail::UniqueFunction<void()>(std::forward<F>(task));
     state->period = period;
     state->priority = priority;
-    if (!core_->add_timer(state, delay)) state->callback.reset();
+    if (!detail::loop_add_timer(*core_, state, delay)) state->callback.reset();
     return Timer(std::move(state));
   }
 

@@ -6,8 +6,9 @@
 namespace xthread {
 
 /// Task priorities, most urgent first. EventLoop's class comment gives the loop's exact order: a task
-/// never starts while a more urgent one is queued, tasks of one priority run in the order they were
-/// queued, and `idle` tasks run only when nothing else is ready.
+/// does not start while a more urgent one is queued, except that after 5 (EventLoop::Options::
+/// starvation_limit) urgent tasks in a row one waiting less urgent task runs; tasks of one priority run
+/// in the order they were queued; `idle` tasks run only when nothing else is ready, once per wake-up.
 enum class Priority : std::uint8_t { immediate, high, normal, low, idle };
 
 /// Per-call options of ThreadSafeFunction::call_with / call_sync_with (OpenHarmony's

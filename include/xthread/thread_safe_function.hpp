@@ -20,7 +20,7 @@
 #include "xthread/priority.hpp"
 #include "xthread/detail/call_gate.hpp"
 #include "xthread/detail/futex.hpp"
-#include "xthread/detail/loop_core.hpp"
+#include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/recycling_pool.hpp"
 #include "xthread/detail/unique_function.hpp"
 #include "xthread/event_loop.hpp"
@@ -67,7 +67,9 @@ class ThreadSafeFunction;
 /// Options::priority (default normal), or of its own CallOptions::priority with call_with /
 /// call_sync_with; CallOptions::at_front puts it ahead of every task queued at that priority (several
 /// at_front calls: newest first). Ordering: calls made from one thread at one priority without
-/// at_front run in the order they were made; across priorities the loop's order decides (EventLoop).
+/// at_front run in the order they were made; across priorities the loop's order decides (EventLoop:
+/// more urgent first, except that its anti-starvation rule lets one less urgent call through after
+/// Options::starvation_limit more urgent tasks in a row).
 ///
 /// Memory ordering: everything the caller did before call()/call_sync() is visible to the callee;
 /// everything the callee did is visible to the caller once call_sync returns or the future is ready.
@@ -115,7 +117,7 @@ class ThreadSafeFunction<R(Args...)> {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
     detail::CallGate::Admission admission;
-    if (state.core->in_loop_thread()) {
+    if (detail::loop_in_thread(*state.core)) {
       admission = state.gate.try_enter(true);
       if (admission == detail::CallGate::Admission::full) {
         throw std::length_error("xthread::ThreadSafeFunction::call: too many calls in flight");
@@ -141,7 +143,7 @@ class ThreadSafeFunction<R(Args...)> {
   R call_sync_with(CallOptions options, U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
-    if (state.core->in_loop_thread()) {
+    if (detail::loop_in_thread(*state.core)) {
       if (!state.gate.open()) throw ClosedError(closed_reason(state));
       try {
         return state.callee(std::forward<U>(arguments)...);
@@ -150,8 +152,9 @@ class ThreadSafeFunction<R(Args...)> {
       }
     }
     // A loop thread about to block: record the wait first, and refuse a call that closes a cycle.
-    detail::LoopCore* const caller_loop = detail::LoopCore::current();
-    if (caller_loop != nullptr && !detail::LoopCore::begin_wait(*caller_loop, *state.core)) {
+    const detail::CallerLoop caller = detail::calling_thread_loop();  // holds a hosted loop while we wait
+    detail::LoopCore* const caller_loop = caller.loop;
+    if (caller_loop != nullptr && !detail::loop_begin_wait(*caller_loop, *state.core)) {
       throw WouldDeadlockError(
           "ThreadSafeFunction::call_sync from a loop thread into a loop that is itself blocked in a call_sync "
           "back into the caller's loop (directly or through other loops)");
@@ -159,13 +162,13 @@ class ThreadSafeFunction<R(Args...)> {
     struct WaitEdge {  // ends the recorded wait if we leave before the call is handed to the loop
       detail::LoopCore* loop;
       ~WaitEdge() {
-        if (loop != nullptr) detail::LoopCore::end_wait(*loop);
+        if (loop != nullptr) detail::loop_end_wait(*loop);
       }
     } edge{caller_loop};
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     SyncCall<U&&...> node(state, caller_loop, std::forward<U>(arguments)...);
     const auto start = std::chrono::steady_clock::now();
-    if (!state.core->post(&node, options.priority, options.at_front)) {
+    if (!detail::loop_post(*state.core, &node, options.priority, options.at_front)) {
       state.gate.cancel_admission();
       throw ClosedError("EventLoop stopped");
     }
@@ -182,7 +185,7 @@ class ThreadSafeFunction<R(Args...)> {
   [[nodiscard]] std::optional<std::future<R>> try_call(U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
-    if (state.gate.try_enter(state.core->in_loop_thread()) != detail::CallGate::Admission::admitted) {
+    if (state.gate.try_enter(detail::loop_in_thread(*state.core)) != detail::CallGate::Admission::admitted) {
       return std::nullopt;
     }
     return post_async(CallOptions{state.priority, false}, std::forward<U>(arguments)...);
@@ -210,7 +213,7 @@ class ThreadSafeFunction<R(Args...)> {
       try {
         finalizer_();
       } catch (...) {
-        core.report_error(std::current_exception());
+        detail::report_loop_error(core, std::current_exception());
       }
       delete this;
     }
@@ -243,7 +246,7 @@ class ThreadSafeFunction<R(Args...)> {
     void schedule_finalizer() noexcept {
       FinalizerTask* task = finalizer_task.release();
       if (task == nullptr) return;
-      if (!core->post(task, Priority::normal)) task->run_here();  // loop gone: run it here
+      if (!detail::loop_post(*core, task, Priority::normal)) task->run_here();  // loop gone: run it here
     }
 
     std::shared_ptr<detail::LoopCore> core;
@@ -292,7 +295,7 @@ class ThreadSafeFunction<R(Args...)> {
       finish();
     }
     void finish() noexcept {
-      if (caller_loop != nullptr) detail::LoopCore::end_wait(*caller_loop);  // before the caller resumes
+      if (caller_loop != nullptr) detail::loop_end_wait(*caller_loop);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
       done.set();              // last touch of *this
     }
@@ -377,7 +380,7 @@ class ThreadSafeFunction<R(Args...)> {
       state->gate.cancel_admission();
       throw;
     }
-    if (!state->core->post(node, options.priority, options.at_front)) node->discard();
+    if (!detail::loop_post(*state->core, node, options.priority, options.at_front)) node->discard();
     return future;
   }
 

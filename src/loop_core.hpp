@@ -1,6 +1,7 @@
-// xthread/detail/loop_core.hpp — the engine behind EventLoop: an intrusive multi-priority queue,
-// an indexed timer heap and a park word. Shared (via shared_ptr) by the EventLoop, its Timers and
-// every ThreadSafeFunction targeting it, so a call in flight never touches a destroyed loop.
+// src/loop_core.hpp — the engine behind EventLoop (internal: not installed, not seen by users): an
+// intrusive multi-priority queue, an indexed timer heap and a park word. Shared (via shared_ptr) by
+// the EventLoop, its Timers and every ThreadSafeFunction targeting it, so a call in flight never
+// touches a destroyed loop. Public headers reach it only through detail/loop_task.hpp's functions.
 #pragma once
 
 #include <array>
@@ -16,96 +17,11 @@
 #include <vector>
 
 #include "xthread/priority.hpp"
+#include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/thread_annotations.hpp"
-#include "xthread/detail/unique_function.hpp"
 
 namespace xthread::detail {
-
-class LoopCore;
-
-/// An intrusive unit of loop work. Exactly one of run() / discard() is called, once, and the task
-/// disposes of itself inside it (delete, return to a pool, or signal a waiting caller's stack frame).
-class LoopTask {
- public:
-  LoopTask* next = nullptr;  // owned by whichever list holds the task (under LoopCore's mutex while queued)
-  /// Runs on the loop thread.
-  virtual void run(LoopCore& core) noexcept = 0;
-  /// The loop closed before the task could run. Runs on the thread that closes the loop.
-  virtual void discard() noexcept = 0;
-
- protected:
-  LoopTask() = default;
-  ~LoopTask() = default;
-};
-
-template <class F>
-class FunctionTask final : public LoopTask {
- public:
-  explicit FunctionTask(F&& function) : function_(std::move(function)) {}
-  explicit FunctionTask(const F& function) : function_(function) {}
-  void run(LoopCore& core) noexcept override;
-  void discard() noexcept override { delete this; }
-
- private:
-  F function_;
-};
-
-/// A timer: its callback, schedule and phase. Shared by Timer handles, the loop's heap, and (while a
-/// due timer waits in a run queue) by itself through `self_while_queued`.
-///
-/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
-/// armed → running (the loop, just before the callback) → armed again (periodic) or finished;
-/// armed or running → cancelled (cancel(), any thread); armed → finished (the loop stopped).
-/// The callback starts only by winning armed → running, so once cancel() has stored `cancelled`,
-/// it can never start again.
-class TimerState final : public LoopTask {
- public:
-  enum Phase : std::uint32_t { kArmed, kRunning, kCancelled, kFinished };
-
-  void run(LoopCore& core) noexcept override;
-  void discard() noexcept override;
-
-  std::atomic<std::uint32_t> phase{kArmed};
-  UniqueFunction<void()> callback;                  // run and destroyed on the loop thread (see EventLoop)
-  std::chrono::nanoseconds period{0};               // zero: one-shot
-  Priority priority = Priority::normal;
-  // Loop thread only, once added:
-  SteadyClock::time_point deadline{};
-  std::uint64_t sequence = 0;                       // ties on deadline run in creation order
-  std::size_t heap_index = kNotInHeap;
-  std::shared_ptr<TimerState> self_while_queued;    // keeps *this alive while it sits in a run queue
-  // Guarded by the loop's mutex: the loop's list of timers to remove.
-  std::shared_ptr<TimerState> next_cancelled;
-  std::weak_ptr<LoopCore> loop;                     // set once by add_timer, before anyone else sees it
-
-  static constexpr std::size_t kNotInHeap = static_cast<std::size_t>(-1);
-};
-
-/// A task posted with EventLoop::post_cancellable, shared by its TaskHandles and (while queued) by
-/// itself through `self_while_queued`.
-///
-/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
-/// queued → running (the loop, just before the function) → finished; queued → cancelled (cancel(),
-/// any thread); queued → discarded (the loop stopped before reaching it). The function starts only
-/// by winning queued → running, so once cancel() has stored `cancelled` it never starts.
-class CancellableTask final : public LoopTask {
- public:
-  enum Phase : std::uint32_t { kQueued, kRunning, kFinished, kCancelled, kDiscarded };
-
-  void run(LoopCore& core) noexcept override;
-  void discard() noexcept override;
-  /// Any thread. True when it won queued → cancelled.
-  bool cancel() noexcept {
-    std::uint32_t expected = kQueued;
-    // acq_rel: one RMW on phase decides between cancel() and the loop's start; the second sees the first.
-    return phase.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel, std::memory_order_acquire);
-  }
-
-  std::atomic<std::uint32_t> phase{kQueued};
-  UniqueFunction<void()> function;                       // run and destroyed on the loop thread
-  std::shared_ptr<CancellableTask> self_while_queued;    // set before posting; taken by run()/discard()
-};
 
 struct LoopStats {
   std::uint64_t tasks_run = 0;
@@ -223,7 +139,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   void give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept XTHREAD_REQUIRES(mutex_);
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
   static void discard_leftovers(Leftovers& leftovers) noexcept;
-  void leave_run(bool stopped, bool hosted) noexcept XTHREAD_EXCLUDES(mutex_);
+  void leave_run(bool stopped, bool hosted, bool by_exception) noexcept XTHREAD_EXCLUDES(mutex_);
   // Timer heap (loop thread only): a binary min-heap on (deadline, sequence) with back-indices, so a
   // cancelled timer leaves it at once.
   void heap_push(std::shared_ptr<TimerState> timer);
@@ -270,15 +186,5 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   const LoopCore* waiting_for_ XTHREAD_GUARDED_BY(wait_graph_mutex_) = nullptr;
   ErrorHandler on_error_;
 };
-
-template <class F>
-void FunctionTask<F>::run(LoopCore& core) noexcept {
-  try {
-    function_();
-  } catch (...) {
-    core.report_error(std::current_exception());
-  }
-  delete this;
-}
 
 }  // namespace xthread::detail

@@ -1,0 +1,142 @@
+// xthread/detail/loop_task.hpp — what the public headers need of EventLoop's engine: the intrusive
+// task types and a few functions on the engine, which itself (LoopCore, src/loop_core.hpp) stays out
+// of users' translation units.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+
+#include "xthread/priority.hpp"
+#include "xthread/detail/saturating_time.hpp"
+#include "xthread/detail/unique_function.hpp"
+
+namespace xthread::detail {
+
+class LoopCore;
+
+/// An intrusive unit of loop work. Exactly one of run() / discard() is called, once, and the task
+/// disposes of itself inside it (delete, return to a pool, or signal a waiting caller's stack frame).
+class LoopTask {
+ public:
+  LoopTask* next = nullptr;  // owned by whichever list holds the task (under LoopCore's mutex while queued)
+  /// Runs on the loop thread.
+  virtual void run(LoopCore& core) noexcept = 0;
+  /// The loop closed before the task could run. Runs on the thread that closes the loop.
+  virtual void discard() noexcept = 0;
+
+ protected:
+  LoopTask() = default;
+  ~LoopTask() = default;
+};
+
+template <class F>
+class FunctionTask final : public LoopTask {
+ public:
+  explicit FunctionTask(F&& function) : function_(std::move(function)) {}
+  explicit FunctionTask(const F& function) : function_(function) {}
+  void run(LoopCore& core) noexcept override;
+  void discard() noexcept override { delete this; }
+
+ private:
+  F function_;
+};
+
+/// A timer: its callback, schedule and phase. Shared by Timer handles, the loop's heap, and (while a
+/// due timer waits in a run queue) by itself through `self_while_queued`.
+///
+/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
+/// armed → running (the loop, just before the callback) → armed again (periodic) or finished;
+/// armed or running → cancelled (cancel(), any thread); armed → finished (the loop stopped).
+/// The callback starts only by winning armed → running, so once cancel() has stored `cancelled`,
+/// it can never start again.
+class TimerState final : public LoopTask {
+ public:
+  enum Phase : std::uint32_t { kArmed, kRunning, kCancelled, kFinished };
+
+  void run(LoopCore& core) noexcept override;
+  void discard() noexcept override;
+
+  std::atomic<std::uint32_t> phase{kArmed};
+  UniqueFunction<void()> callback;                  // run and destroyed on the loop thread (see EventLoop)
+  std::chrono::nanoseconds period{0};               // zero: one-shot
+  Priority priority = Priority::normal;
+  // Loop thread only, once added:
+  SteadyClock::time_point deadline{};
+  std::uint64_t sequence = 0;                       // ties on deadline run in creation order
+  std::size_t heap_index = kNotInHeap;
+  std::shared_ptr<TimerState> self_while_queued;    // keeps *this alive while it sits in a run queue
+  // Guarded by the loop's mutex: the loop's list of timers to remove.
+  std::shared_ptr<TimerState> next_cancelled;
+  std::weak_ptr<LoopCore> loop;                     // set once by add_timer, before anyone else sees it
+
+  static constexpr std::size_t kNotInHeap = static_cast<std::size_t>(-1);
+};
+
+/// A task posted with EventLoop::post_cancellable, shared by its TaskHandles and (while queued) by
+/// itself through `self_while_queued`.
+///
+/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
+/// queued → running (the loop, just before the function) → finished; queued → cancelled (cancel(),
+/// any thread); queued → discarded (the loop stopped before reaching it). The function starts only
+/// by winning queued → running, so once cancel() has stored `cancelled` it never starts.
+class CancellableTask final : public LoopTask {
+ public:
+  enum Phase : std::uint32_t { kQueued, kRunning, kFinished, kCancelled, kDiscarded };
+
+  void run(LoopCore& core) noexcept override;
+  void discard() noexcept override;
+  /// Any thread. True when it won queued → cancelled.
+  bool cancel() noexcept {
+    std::uint32_t expected = kQueued;
+    // acq_rel: one RMW on phase decides between cancel() and the loop's start; the second sees the first.
+    return phase.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
+  std::atomic<std::uint32_t> phase{kQueued};
+  UniqueFunction<void()> function;                       // run and destroyed on the loop thread
+  std::shared_ptr<CancellableTask> self_while_queued;    // set before posting; taken by run()/discard()
+};
+
+// ---- the engine, seen from the public headers (defined in src/event_loop.cpp) ----
+
+/// Any thread. On success the loop owns `task`; on false (loop closed) the caller still does.
+/// `at_front`: ahead of every task queued at `priority` (see LoopCore::post).
+bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front = false) noexcept;
+/// Any thread. True once the loop stopped (acquire: what the stopper did before is visible).
+[[nodiscard]] bool loop_closed(const LoopCore& core) noexcept;
+/// Any thread. True on the loop's thread (inside run()/run_ready(), or its host between calls).
+[[nodiscard]] bool loop_in_thread(const LoopCore& core) noexcept;
+/// The loop whose thread the calling thread is, for the deadlock detection of synchronous calls: the
+/// innermost loop whose run()/run_ready() is executing here, else the loop this thread hosts between
+/// run_ready() calls (the last one it hosted, while it is open). `keep_alive` holds a hosted loop
+/// alive while the caller waits (nothing else does between run_ready() calls).
+struct CallerLoop {
+  LoopCore* loop = nullptr;
+  std::shared_ptr<LoopCore> keep_alive;
+};
+[[nodiscard]] CallerLoop calling_thread_loop() noexcept;
+/// Deadlock detection for synchronous calls between loops (see LoopCore::begin_wait / end_wait).
+[[nodiscard]] bool loop_begin_wait(LoopCore& caller, const LoopCore& target);
+void loop_end_wait(LoopCore& caller) noexcept;
+/// Loop thread: hands an exception escaping a task to the loop's on_error.
+void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept;
+/// Any thread. Returns false (and marks the timer finished) when the loop is closed.
+bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay);
+/// Any thread (Timer::cancel). See TimerState's phase protocol. True when it won armed → cancelled.
+bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept;
+
+template <class F>
+void FunctionTask<F>::run(LoopCore& core) noexcept {
+  try {
+    function_();
+  } catch (...) {
+    report_loop_error(core, std::current_exception());
+  }
+  delete this;
+}
+
+}  // namespace xthread::detail
