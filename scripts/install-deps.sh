@@ -9,7 +9,7 @@ packages=(
   g++ clang cmake ninja-build pkg-config gdb
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libtbb-dev libcli11-dev nlohmann-json3-dev
-  libuv1-dev  # tests host an EventLoop inside a libuv loop (the way Node and OpenHarmony nest loops)
+  libuv1-dev  # tests and the lab (xcall --host) host an EventLoop inside a libuv loop, as Node and OpenHarmony do
   python3 python3-matplotlib
   make  # node-gyp generates Makefiles
   chromium  # tests/lab/report renders the lab's results/index.html in headless Chromium

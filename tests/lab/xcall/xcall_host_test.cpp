@@ -191,11 +191,12 @@ TEST(XcallPriorityPoint, HighAndAtFrontOvertakeTheBacklog) {
     SCOPED_TRACE(v.host + " " + v.priority + (v.at_front ? " at_front" : ""));
     EXPECT_EQ(v.calls, 30u);
     EXPECT_EQ(v.total_ns.size(), 30u);
+    // Counted from just before the call is made, so a slow post (a sanitizer build, a preempted caller)
+    // lets a few more tasks finish first; the two kinds of call stay far apart.
     if (v.priority == "normal" && !v.at_front) {
-      // Behind the whole backlog (some of it may be inside the batch the loop is running).
-      EXPECT_GE(v.backlog_tasks_ahead.p50, 16.0);
+      EXPECT_GE(v.backlog_tasks_ahead.p50, 16.0) << "behind the whole backlog of 32";
     } else {
-      EXPECT_LE(v.backlog_tasks_ahead.p50, 4.0) << "at most the running task and a little preemption";
+      EXPECT_LE(v.backlog_tasks_ahead.p50, 8.0) << "only the running task, and what ran while the call was posted";
     }
   }
   EXPECT_EQ(study.variants[0].host, "direct");
