@@ -710,9 +710,11 @@ void LoopCore::run() {
       mask = ready_mask();  // idle work waiting for the next round must not keep us spinning
     }
     const std::chrono::nanoseconds spin = park_timeout.count() < 0 ? loop_spin_budget : std::min(park_timeout, loop_spin_budget);
+    // Yield at once: the thread that posted the task we just ran (a call_sync caller, say) is often
+    // on this CPU, waiting for its reply (see handoff_pause_only_spin).
     if (spin_until([this, mask] { return (nonempty_.load(std::memory_order_acquire) & mask) != 0 ||
                                          stop_requested_.load(std::memory_order_acquire); },
-                   spin)) {
+                   spin, handoff_pause_only_spin)) {
       continue;
     }
     {

@@ -33,7 +33,9 @@ class OneShotEvent {
   [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }
 
   void wait(std::chrono::nanoseconds spin_budget = caller_spin_budget) noexcept {
-    if (spin_until([this] { return is_set(); }, spin_budget)) return;
+    // The setter is usually a thread we just woke, often onto our CPU: yield at once (see
+    // handoff_pause_only_spin).
+    if (spin_until([this] { return is_set(); }, spin_budget, handoff_pause_only_spin)) return;
     std::uint32_t expected = kEmpty;
     // acquire on failure: if the setter won the race, its writes must be visible to us.
     if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) return;
