@@ -38,8 +38,9 @@ inline void yield_cpu() noexcept { std::this_thread::yield(); }
 /// A waiter for a thread it has just woken (or that has just woken it) yields at once: the kernel
 /// tends to place the wakee on the waker's CPU (wake-affine; on this project's 2-vCPU VMs a wake onto
 /// a halted vCPU costs ~150 µs, so the scheduler packs), and every microsecond of pause-spinning
-/// there is a microsecond the other thread cannot run. Measured on xthread-micro's idle call_sync:
-/// 11.3 µs with a 2 µs pause-only phase, 9.0 µs yielding at once (the futex ping-pong floor: 7.8 µs).
+/// there is a microsecond the other thread cannot run. Measured with xthread-micro (README, "EventLoop
+/// v2"): a call_sync to a parked loop took 1.37× the futex ping-pong floor with a 2 µs pause-only
+/// phase in its waiters, 1.03× yielding at once (medians of 7 interleaved runs).
 inline constexpr std::chrono::nanoseconds handoff_pause_only_spin{0};
 
 /// Spins calling `ready()` until it returns true or `budget` elapses, pause-spinning for the first
