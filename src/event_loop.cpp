@@ -566,6 +566,21 @@ bool LoopCore::ready_locked() const noexcept {
          stop_requested_.load(std::memory_order_relaxed);
 }
 
+LoopCore::TaskList LoopCore::take_one_locked(std::size_t level) noexcept {
+  TaskList& queue = queues_[level];
+  TaskList one{queue.head, queue.head};
+  queue.head = queue.head->next;
+  if (queue.head == nullptr) {
+    queue.tail = nullptr;
+    // relaxed: under mutex_.
+    nonempty_.fetch_and(~((1u << level) | front_bit(level)), std::memory_order_relaxed);
+  }
+  one.head->next = nullptr;
+  --counts_[level];
+  if (fronts_[level] > 0) --fronts_[level];
+  return one;
+}
+
 LoopCore::Step LoopCore::iterate(std::size_t budget) {
   std::array<TaskList, kLevels> due{};
   std::array<std::size_t, kLevels> due_counts{};
@@ -622,16 +637,8 @@ LoopCore::Step LoopCore::iterate(std::size_t budget) {
         fronts_[level] = 0;
         nonempty_.fetch_and(~((1u << level) | front_bit(level)), std::memory_order_relaxed);
       } else {
-        batch.head = batch.tail = queue.head;
-        queue.head = queue.head->next;
-        if (queue.head == nullptr) {
-          queue.tail = nullptr;
-          nonempty_.fetch_and(~((1u << level) | front_bit(level)), std::memory_order_relaxed);
-        }
-        batch.head->next = nullptr;
+        batch = take_one_locked(level);
         count = 1;
-        --counts_[level];
-        if (fronts_[level] > 0) --fronts_[level];
       }
     } else if (!queues_[kIdleLevel].empty() && !timer_changes && adopting_.empty() &&
                (idle_round_left_ > 0 || idle_round_allowed_)) {
@@ -643,17 +650,8 @@ LoopCore::Step LoopCore::iterate(std::size_t budget) {
       }
       --idle_round_left_;
       level = kIdleLevel;
-      TaskList& queue = queues_[kIdleLevel];
-      batch.head = batch.tail = queue.head;
-      queue.head = queue.head->next;
-      if (queue.head == nullptr) {
-        queue.tail = nullptr;
-        nonempty_.fetch_and(~(kIdleBit | front_bit(kIdleLevel)), std::memory_order_relaxed);
-      }
-      batch.head->next = nullptr;
+      batch = take_one_locked(kIdleLevel);
       count = 1;
-      --counts_[kIdleLevel];
-      if (fronts_[kIdleLevel] > 0) --fronts_[kIdleLevel];
     }
   }
   if (timer_changes || !adopting_.empty()) {
@@ -674,19 +672,19 @@ LoopCore::Step LoopCore::iterate(std::size_t budget) {
   return Step::ran;
 }
 
+LoopCore::RunScope::RunScope(LoopCore& core, bool hosted) noexcept
+    : core_(core), outer_(current_loop), hosted_(hosted), exceptions_at_entry_(std::uncaught_exceptions()) {
+  current_loop = &core;
+}
+
+LoopCore::RunScope::~RunScope() {
+  current_loop = outer_;
+  core_.leave_run(stopped, hosted_, /*by_exception=*/std::uncaught_exceptions() > exceptions_at_entry_);
+}
+
 void LoopCore::run() {
   if (!enter_run()) return;
-  struct Exit {
-    LoopCore* core;
-    LoopCore* outer;
-    bool stopped = false;
-    int exceptions_at_entry = std::uncaught_exceptions();
-    ~Exit() {
-      current_loop = outer;
-      core->leave_run(stopped, /*hosted=*/false, /*by_exception=*/std::uncaught_exceptions() > exceptions_at_entry);
-    }
-  } exit{this, current_loop};
-  current_loop = this;
+  RunScope exit(*this, /*hosted=*/false);
 
   for (;;) {
     const Step step = iterate(static_cast<std::size_t>(-1));
@@ -735,17 +733,7 @@ void LoopCore::run() {
 std::size_t LoopCore::run_ready(std::size_t max_tasks) {
   max_tasks = std::max<std::size_t>(max_tasks, 1);
   if (!enter_run()) return 0;
-  struct Exit {
-    LoopCore* core;
-    LoopCore* outer;
-    bool stopped = false;
-    int exceptions_at_entry = std::uncaught_exceptions();
-    ~Exit() {
-      current_loop = outer;
-      core->leave_run(stopped, /*hosted=*/true, /*by_exception=*/std::uncaught_exceptions() > exceptions_at_entry);
-    }
-  } exit{this, current_loop};
-  current_loop = this;
+  RunScope exit(*this, /*hosted=*/true);
   hosted_loop = weak_from_this();
 
   // Drain the fd: from here on, posts find the loop running (kRunning) and do not write it; a write

@@ -140,6 +140,25 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
   static void discard_leftovers(Leftovers& leftovers) noexcept;
   void leave_run(bool stopped, bool hosted, bool by_exception) noexcept XTHREAD_EXCLUDES(mutex_);
+  /// Entered run() or run_ready(): marks this loop as the thread's innermost running loop, and on
+  /// leaving — stop(), or an exception such as bad_alloc while adopting timers — restores the outer
+  /// one and leaves the loop not running (leave_run), so close_and_wait() (the destructor) proceeds.
+  class RunScope {
+   public:
+    RunScope(LoopCore& core, bool hosted) noexcept;
+    RunScope(const RunScope&) = delete;
+    RunScope& operator=(const RunScope&) = delete;
+    ~RunScope();
+    bool stopped = false;  // set when leaving because stop() was called
+
+   private:
+    LoopCore& core_;
+    LoopCore* outer_;
+    const bool hosted_;
+    const int exceptions_at_entry_;
+  };
+  /// Takes the first task of `level`'s queue (non-empty) as a one-task batch.
+  [[nodiscard]] TaskList take_one_locked(std::size_t level) noexcept XTHREAD_REQUIRES(mutex_);
   // Timer heap (loop thread only): a binary min-heap on (deadline, sequence) with back-indices, so a
   // cancelled timer leaves it at once.
   void heap_push(std::shared_ptr<TimerState> timer);

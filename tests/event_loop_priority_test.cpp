@@ -29,7 +29,19 @@ struct Flood {
   int times;
   void operator()() const {
     order->push_back(name);
-    if (times > 1) ASSERT_TRUE(loop->post(Flood{loop, order, name, priority, times - 1}, priority));
+    if (times > 1) {
+      ASSERT_TRUE(loop->post(Flood{loop, order, name, priority, times - 1}, priority));
+    }
+  }
+};
+
+/// An idle task that counts its runs and re-posts itself.
+struct Again {
+  EventLoop* loop;
+  std::atomic<int>* runs;
+  void operator()() const {
+    runs->fetch_add(1);
+    loop->post(Again{loop, runs}, Priority::idle);
   }
 };
 
@@ -154,14 +166,6 @@ TEST(EventLoopStarvation, IdleWorkIsNeverPulledAheadByTheRule) {
 TEST(EventLoopIdleRounds, AnIdleTaskThatRepostsItselfDoesNotKeepTheLoopFromParking) {
   EventLoop loop;
   std::atomic<int> idle_runs{0};
-  struct Again {
-    EventLoop* loop;
-    std::atomic<int>* runs;
-    void operator()() const {
-      runs->fetch_add(1);
-      loop->post(Again{loop, runs}, Priority::idle);
-    }
-  };
   NamedLoopThread thread(loop, "idle-round");
   ASSERT_TRUE(loop.post(Again{&loop, &idle_runs}, Priority::idle));
   ASSERT_TRUE(xthread_test::eventually([&] { return idle_runs.load() >= 1; }));
@@ -184,14 +188,6 @@ TEST(EventLoopIdleRounds, AnIdleTaskThatRepostsItselfDoesNotKeepTheLoopFromParki
 TEST(EventLoopIdleRounds, AnIdleTaskFromAnotherThreadWakesTheLoopAndRunsWithTheWaitingOnes) {
   EventLoop loop;
   std::atomic<int> reposting_runs{0};
-  struct Again {
-    EventLoop* loop;
-    std::atomic<int>* runs;
-    void operator()() const {
-      runs->fetch_add(1);
-      loop->post(Again{loop, runs}, Priority::idle);
-    }
-  };
   NamedLoopThread thread(loop, "idle-wake");
   ASSERT_TRUE(loop.post(Again{&loop, &reposting_runs}, Priority::idle));
   ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("idle-wake"); }));
@@ -210,7 +206,9 @@ TEST(EventLoopIdleRounds, IdleTasksQueuedBeforeTheRoundAllRunInIt) {
     ASSERT_TRUE(loop.post([&, i] {
       order.push_back(i);
       // Posted on the loop thread during the round: waits for the next one.
-      if (i == 0) ASSERT_TRUE(loop.post([&] { order.push_back(100); }, Priority::idle));
+      if (i == 0) {
+        ASSERT_TRUE(loop.post([&] { order.push_back(100); }, Priority::idle));
+      }
     }, Priority::idle));
   }
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));  // the round's last task
