@@ -21,7 +21,7 @@ TEST(TaskGroup, WaitWaitsForThisGroupsTasksOnly) {
   TaskGroup group{pool};
   std::atomic<int> ran{0};
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(group.post([&] { ran.fetch_add(1); }));
-  std::future<int> value = group.submit([](int x) { return x * 2; }, 21);
+  xthread::Future<int> value = group.submit([](int x) { return x * 2; }, 21);
   group.wait();  // returns although the outside task still blocks
   EXPECT_EQ(ran.load(), 100);
   EXPECT_EQ(value.get(), 42);
@@ -34,7 +34,7 @@ TEST(TaskGroup, WaitRethrowsTheFirstExceptionOfAPostedTaskOnce) {
   TaskGroup group{pool};
   ASSERT_TRUE(group.post([] { throw std::runtime_error("first"); }));
   ASSERT_TRUE(group.post([] { throw std::logic_error("second"); }));
-  std::future<int> submitted = group.submit([]() -> int { throw std::out_of_range("in the future"); });
+  xthread::Future<int> submitted = group.submit([]() -> int { throw std::out_of_range("in the future"); });
   try {
     group.wait();
     ADD_FAILURE() << "no exception";
@@ -57,7 +57,7 @@ TEST(TaskGroup, CancelDropsExactlyTheUnstartedTasks) {
   running.wait();
   pool.pause();  // nothing else starts
   std::atomic<int> ran{0};
-  std::vector<std::future<int>> futures;
+  std::vector<xthread::Future<int>> futures;
   for (int i = 0; i < 30; ++i) futures.push_back(group.submit([&ran, i] {
     ran.fetch_add(1);
     return i;
@@ -91,7 +91,7 @@ TEST(TaskGroup, AfterShutdownPostFailsAndSubmitReportsClosed) {
   TaskGroup group{pool};
   pool.shutdown(xthread::Shutdown::drain);
   EXPECT_FALSE(group.post([] {}));
-  std::future<int> future = group.submit([] { return 1; });
+  xthread::Future<int> future = group.submit([] { return 1; });
   EXPECT_THROW(future.get(), ClosedError);
   group.wait();
 }
@@ -99,7 +99,7 @@ TEST(TaskGroup, AfterShutdownPostFailsAndSubmitReportsClosed) {
 TEST(TaskGroup, WaitFromAWorkerOfThePoolIsALogicError) {
   ThreadPool pool{1};
   TaskGroup group{pool};
-  std::future<bool> refused = pool.submit([&] {
+  xthread::Future<bool> refused = pool.submit([&] {
     try {
       group.wait();
       return false;

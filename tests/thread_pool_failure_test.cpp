@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <functional>
@@ -118,4 +119,23 @@ TEST(ThreadPoolFailure, AQueueThatFilledAndDrainedOnceRefillsWithoutAllocating) 
   for (std::size_t i = 0; i < tasks; ++i) other.push_back(nullptr);
   allocations_until_failure = -1;
   EXPECT_EQ(other.size(), tasks);
+}
+
+// submit() allocates once per call (the callable and the result share one block; the queue holds a
+// pointer), and a submit that cannot allocate throws with nothing queued.
+TEST(ThreadPoolFailure, SubmitAllocatesOnceAndFailsCleanly) {
+  xthread::ThreadPool pool{1};
+  for (int i = 0; i < 300; ++i) pool.submit([] { return 1; }).get();  // queue blocks and spares exist now
+  allocations_until_failure = 1;  // the first allocation succeeds, a second would throw
+  auto future = pool.submit([big = std::array<char, 200>{}] { return static_cast<int>(big.size()); });
+  const int left = allocations_until_failure;
+  allocations_until_failure = -1;
+  EXPECT_EQ(left, 0) << "submit did not allocate exactly once";
+  EXPECT_EQ(future.get(), 200);
+
+  allocations_until_failure = 0;
+  EXPECT_THROW((void)pool.submit([] { return 2; }), std::bad_alloc);
+  allocations_until_failure = -1;
+  pool.wait_idle();
+  EXPECT_EQ(pool.stats().pending, 0u);
 }

@@ -24,9 +24,9 @@ using xthread::ThreadPool;
 
 TEST(ThreadPool, SubmitReturnsTheValue) {
   ThreadPool pool{ThreadPool::Options{.threads = 4}};
-  std::future<int> doubled = pool.submit([](int x) { return x * 2; }, 21);
+  xthread::Future<int> doubled = pool.submit([](int x) { return x * 2; }, 21);
   EXPECT_EQ(doubled.get(), 42);
-  std::future<void> nothing = pool.submit([] {});
+  xthread::Future<void> nothing = pool.submit([] {});
   nothing.get();
 }
 
@@ -132,7 +132,7 @@ TEST(ThreadPool, ShrinkingLetsABusyWorkerFinishItsTask) {
   ThreadPool pool{2};
   std::latch both_busy(2);
   std::atomic<bool> release{false};
-  std::vector<std::future<int>> results;
+  std::vector<xthread::Future<int>> results;
   for (int i = 0; i < 2; ++i) {
     results.push_back(pool.submit([&, i] {
       both_busy.count_down();
@@ -241,7 +241,7 @@ TEST(ThreadPool, DestructorDrainsAndJoins) {
 TEST(ThreadPoolHardening, AClosedErrorThrownByATaskArrivesAsNestedClosedError) {
   // ClosedError from submit() means only "the pool dropped the task"; this task ran.
   xthread::ThreadPool pool{1};
-  std::future<int> result = pool.submit([]() -> int { throw xthread::ClosedError("a call the task made"); });
+  xthread::Future<int> result = pool.submit([]() -> int { throw xthread::ClosedError("a call the task made"); });
   EXPECT_THROW(result.get(), xthread::NestedClosedError);
 }
 
@@ -293,7 +293,7 @@ TEST(ThreadPoolContracts, DropDestroysExactlyTheUnstartedTasksAndCountsThem) {
   blocker_started.wait();
   // One worker is blocked; pause so the other takes nothing, then queue 40 tasks.
   pool.pause();
-  std::vector<std::future<int>> futures;
+  std::vector<xthread::Future<int>> futures;
   for (int i = 0; i < 40; ++i) futures.push_back(pool.submit([&ran, i] {
     ran.fetch_add(1);
     return i;

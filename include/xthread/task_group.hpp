@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <future>
 #include <memory>
 #include <stdexcept>
 #include <tuple>
@@ -46,11 +45,12 @@ class TaskGroup {
     while (state_->outstanding != 0) state_->all_done.wait(lock.native());
   }
 
-  /// Runs f(args...) on the pool as part of the group. The future holds the value or exception, or
+  /// Runs f(args...) on the pool as part of the group. The Future (see future.hpp) holds the value or exception, or
   /// ClosedError if the task was cancelled or the pool shut down before it started.
   template <class F, class... A>
-  [[nodiscard]] std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    auto [task, future] = detail::make_promised_task(std::forward<F>(f), std::forward<A>(args)...);
+  [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
+    auto [task, future] = detail::make_submitted_call("the task was cancelled or its pool shut down before it ran",
+                                                      std::forward<F>(f), std::forward<A>(args)...);
     (void)add(std::move(task), false);
     return std::move(future);
   }

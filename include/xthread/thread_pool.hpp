@@ -8,7 +8,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <future>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -16,6 +15,7 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
+#include "xthread/future.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/unique_function.hpp"
@@ -31,55 +31,6 @@ enum class Shutdown {
 namespace detail {
 class PoolCore;
 using PoolTask = UniqueFunction<void(), 48>;
-
-/// Runs a submitted callable into its promise; if it is destroyed without running (Shutdown::drop),
-/// the future gets ClosedError instead of a bare broken_promise.
-template <class Result, class Callable>
-class PromisedTask {
- public:
-  PromisedTask(std::promise<Result>&& promise, Callable&& callable)
-      : promise_(std::move(promise)), callable_(std::move(callable)) {}
-  PromisedTask(PromisedTask&& other) noexcept
-      : promise_(std::move(other.promise_)), callable_(std::move(other.callable_)), armed_(std::exchange(other.armed_, false)) {}
-  PromisedTask(const PromisedTask&) = delete;
-  PromisedTask& operator=(const PromisedTask&) = delete;
-  PromisedTask& operator=(PromisedTask&&) = delete;
-  ~PromisedTask() {
-    if (armed_) promise_.set_exception(std::make_exception_ptr(ClosedError("ThreadPool shut down before running the task")));
-  }
-
-  void operator()() {
-    armed_ = false;
-    try {
-      if constexpr (std::is_void_v<Result>) {
-        callable_();
-        promise_.set_value();
-      } else {
-        promise_.set_value(callable_());
-      }
-    } catch (...) {
-      promise_.set_exception(callee_exception());  // a ClosedError from inside becomes NestedClosedError
-    }
-  }
-
- private:
-  std::promise<Result> promise_;
-  Callable callable_;
-  bool armed_ = true;
-};
-
-/// f(args...) as a PromisedTask (arguments decay-copied, moved when rvalues) and its future.
-template <class F, class... A>
-auto make_promised_task(F&& f, A&&... args) {
-  using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
-  auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
-                arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
-    return std::apply(std::move(function), std::move(arguments));
-  };
-  std::promise<Result> promise;
-  std::future<Result> future = promise.get_future();
-  return std::pair{PromisedTask<Result, decltype(bound)>(std::move(promise), std::move(bound)), std::move(future)};
-}
 
 /// Shared by the caller and the helper tasks of one parallel_for.
 struct ParallelFor {
@@ -180,11 +131,15 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
   ~ThreadPool();
 
-  /// Any thread. Runs f(args...) on a worker; the future holds its value or exception, or ClosedError
-  /// if the pool was shut down first. Arguments are decay-copied (moved when passed as rvalues).
+  /// Any thread. Runs f(args...) on a worker; the Future holds its value or exception, or ClosedError
+  /// if the pool was shut down first (or drop-shut-down before the task started). Arguments are
+  /// decay-copied (moved when passed as rvalues). One allocation per call: the callable and the
+  /// result share it; the queue holds a pointer. Future::get() polls briefly before it sleeps (see
+  /// Future), so a short task's result costs no kernel wake-up.
   template <class F, class... A>
-  [[nodiscard]] std::future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    auto [task, future] = detail::make_promised_task(std::forward<F>(f), std::forward<A>(args)...);
+  [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
+    auto [task, future] = detail::make_submitted_call("ThreadPool shut down before running the task",
+                                                      std::forward<F>(f), std::forward<A>(args)...);
     // If the pool is shut down, the task is destroyed unrun and the future gets ClosedError.
     (void)enqueue(detail::PoolTask(std::move(task)));
     return std::move(future);

@@ -1,9 +1,10 @@
-// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, EventLoop / LoopThread (Priority, TaskHandle),
+// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
 // ThreadSafeFunction, errors.
 #pragma once
 
 #include "xthread/errors.hpp"
 #include "xthread/event_loop.hpp"
+#include "xthread/future.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/task_group.hpp"

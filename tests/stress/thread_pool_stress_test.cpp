@@ -118,7 +118,7 @@ TEST(ThreadPoolStress, TaskGroupCancelAgainstWorkers) {
   xthread_stress::run_rounds("task group cancel vs workers", xthread_stress::Limits::scaled(5'000), watchdog, [&](std::uint64_t round) {
     xthread::TaskGroup group{pool};
     std::atomic<int> ran{0};
-    std::vector<std::future<int>> futures;
+    std::vector<xthread::Future<int>> futures;
     for (int i = 0; i < 40; ++i) futures.push_back(group.submit([&ran, i] {
       ran.fetch_add(1);
       return i;

@@ -8,7 +8,9 @@
 // An adapter A is constructed as A(threads) with `threads` worker threads and offers:
 //   A::kName                   short name used on the command line and in results ("asio")
 //   a.post(f)                  fire-and-forget; f is a nullary callable returning void
-//   a.submit(f)                std::future<R> for a nullary callable returning R
+//   a.submit(f)                the pool's own future of R (get() gives the value) for a nullary callable
+//                              returning R: std::future<R> for asio, tbb and naive, xthread::Future<R>
+//                              for xthread — what a user of each pool gets
 //   a.bulk(n, body)            calls body(i) for every i in [0, n) and returns when all ran
 //   a.drain()                  TEARDOWN ONLY: blocks until every task handed to the pool has finished;
 //                              the pool may be unusable afterwards. The workloads call it only when
@@ -51,7 +53,7 @@ concept PoolAdapter = std::is_constructible_v<A, std::size_t> &&
                       requires(A& a, std::size_t n, ConceptProbeBody body) {
                         { A::kName } -> std::convertible_to<std::string_view>;
                         a.post(ConceptProbeTask{});
-                        { a.submit(ConceptProbeValueTask{}) } -> std::same_as<std::future<int>>;
+                        { a.submit(ConceptProbeValueTask{}).get() } -> std::same_as<int>;
                         a.bulk(n, body);
                         a.drain();
                       };

@@ -374,7 +374,7 @@ template <PoolAdapter A>
 void run_futures(A& pool, Completion& completion, std::uint64_t n, RunSample& sample) {
   sample.expected = n;
   Ledger ledger(n);
-  std::vector<std::future<std::uint64_t>> futures;
+  std::vector<decltype(pool.submit([] { return std::uint64_t{0}; }))> futures;  // the pool's own future type
   futures.reserve(n);
   std::uint64_t sum = 0;
   DrainOnUnwind<A> drain(pool);

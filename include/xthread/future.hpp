@@ -1,0 +1,316 @@
+// xthread/future.hpp — the result of ThreadPool::submit and TaskGroup::submit: a one-shot future whose
+// waiter polls briefly before it sleeps, so a result that arrives within microseconds costs no kernel
+// wake-up.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <memory>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "xthread/errors.hpp"
+#include "xthread/detail/futex.hpp"
+#include "xthread/detail/saturating_time.hpp"
+#include "xthread/detail/spin_wait.hpp"
+
+namespace xthread {
+
+template <class R>
+class Future;
+
+namespace detail {
+
+/// How long a Future's waiter polls: learned per thread from its recent waits (AdaptiveSpin: about
+/// twice a recent short wait, at most 100 µs; 4 µs when waits are long). A thread_local, so waiters on
+/// different threads never share a cache line.
+inline AdaptiveSpin& future_spin() noexcept {
+  thread_local AdaptiveSpin spin;
+  return spin;
+}
+
+/// The state one producer and one Future share: the outcome and a single state word. No reference
+/// count: whichever side finishes second (the producer publishing, or the Future being destroyed or
+/// consumed) frees it, decided by one exchange on `word_`.
+///
+/// word_: kEmpty → kReady (producer published), kEmpty → kWaiterParked (the Future's thread is about
+/// to sleep or slept and timed out), kEmpty/kWaiterParked → kAbandoned (the Future was destroyed
+/// unconsumed). The producer's exchange to kReady and the Future's exchange to kAbandoned meet exactly
+/// once: the second one frees the state.
+template <class R>
+class FutureState {
+ public:
+  using Stored = std::conditional_t<std::is_void_v<R>, std::tuple<>,
+                                    std::conditional_t<std::is_reference_v<R>, std::remove_reference_t<R>*, R>>;
+
+  FutureState() = default;
+  FutureState(const FutureState&) = delete;
+  FutureState& operator=(const FutureState&) = delete;
+  virtual ~FutureState() = default;
+
+  // ---- producer side: exactly one of set_value / set_error, then publish() ----
+  template <class... V>
+  void set_value(V&&... value) {
+    if constexpr (std::is_reference_v<R>) {
+      value_.emplace(std::addressof(value)...);
+    } else {
+      value_.emplace(std::forward<V>(value)...);
+    }
+  }
+  void set_error(std::exception_ptr error) noexcept { error_ = std::move(error); }
+
+  /// Makes the outcome visible to the Future and gives up the producer's share. The state may be
+  /// freed inside this call (when the Future is gone already); the caller must not touch it after.
+  void publish() noexcept {
+    // acq_rel: release publishes the outcome to the Future's acquire; acquire orders our delete (when
+    // the Future abandoned the state) after everything the Future's thread did with it.
+    const std::uint32_t before = word_.exchange(kReady, std::memory_order_acq_rel);
+    if (before == kAbandoned) {
+      delete this;
+    } else if (before == kWaiterParked) {
+      futex_wake_one(word_);  // uses only the address: safe even if the waiter freed the state already
+    }
+  }
+
+ private:
+  friend class Future<R>;
+  static constexpr std::uint32_t kEmpty = 0;
+  static constexpr std::uint32_t kReady = 1;
+  static constexpr std::uint32_t kWaiterParked = 2;
+  static constexpr std::uint32_t kAbandoned = 3;
+
+  [[nodiscard]] bool ready() const noexcept { return word_.load(std::memory_order_acquire) == kReady; }
+
+  /// Future side: blocks until ready or `deadline` (time_point::max(): forever). True when ready.
+  bool wait_until(SteadyClock::time_point deadline) noexcept {
+    if (ready()) return true;
+    AdaptiveSpin& spin = future_spin();
+    const auto start = SteadyClock::now();
+    // The producer is usually a worker we just handed the task to, often on our CPU: yield at once
+    // (handoff_pause_only_spin, measured in detail/spin_wait.hpp).
+    std::chrono::nanoseconds budget = spin.budget();
+    if (deadline != SteadyClock::time_point::max()) {
+      budget = std::min(budget, std::max(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start),
+                                         std::chrono::nanoseconds::zero()));
+    }
+    const auto record = [&spin, start] {
+      spin.record(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start));
+    };
+    if (spin_until([this] { return ready(); }, budget, handoff_pause_only_spin)) {
+      record();
+      return true;
+    }
+    std::uint32_t expected = kEmpty;
+    // acquire on failure: if the producer published meanwhile, its outcome must be visible to us.
+    // (The CAS also fails on kWaiterParked, left by an earlier wait that timed out: we sleep again.)
+    if (!word_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire) && expected == kReady) {
+      record();
+      return true;
+    }
+    for (;;) {
+      if (ready()) {
+        record();
+        return true;
+      }
+      if (deadline == SteadyClock::time_point::max()) {
+        futex_wait(word_, kWaiterParked);
+      } else {
+        const auto now = SteadyClock::now();
+        if (now >= deadline) return false;
+        futex_wait(word_, kWaiterParked, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now));
+      }
+    }
+  }
+
+  /// Future side, when it lets go of an unconsumed state (destructor).
+  void abandon() noexcept {
+    // acq_rel: if the producer published first, acquire its outcome before destroying it here;
+    // otherwise release our last use of the state to the producer that will free it.
+    if (word_.exchange(kAbandoned, std::memory_order_acq_rel) == kReady) delete this;
+  }
+
+  std::atomic<std::uint32_t> word_{kEmpty};
+  std::optional<Stored> value_;
+  std::exception_ptr error_;
+};
+
+/// A submitted call: the callable and its FutureState in one allocation. run() or drop() is called
+/// exactly once (through SubmittedHandle), then the producer's share is given up.
+template <class R, class Callable>
+class SubmittedCall final : public FutureState<R> {
+ public:
+  explicit SubmittedCall(Callable&& callable) : callable_(std::move(callable)) {}
+
+  void run() noexcept {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        (*callable_)();
+        this->set_value();
+      } else if constexpr (std::is_reference_v<R>) {
+        this->set_value((*callable_)());
+      } else {
+        this->set_value((*callable_)());  // a throwing move of R lands in the catch below
+      }
+    } catch (...) {
+      this->set_error(callee_exception());  // a ClosedError from inside becomes NestedClosedError
+    }
+    callable_.reset();  // the captures die before the Future sees the outcome
+    this->publish();
+  }
+
+  void drop(const char* why) noexcept {
+    callable_.reset();
+    try {
+      this->set_error(std::make_exception_ptr(ClosedError(why)));
+    } catch (...) {
+      this->set_error(std::current_exception());  // bad_alloc building the message
+    }
+    this->publish();
+  }
+
+ private:
+  std::optional<Callable> callable_;
+};
+
+/// What a pool queues for a submit(): one pointer (so it is always stored inline, never allocated).
+/// Destroyed without running (shutdown(Shutdown::drop), a refused post, TaskGroup::cancel) it gives
+/// the Future ClosedError.
+template <class R, class Callable>
+class SubmittedHandle {
+ public:
+  SubmittedHandle(SubmittedCall<R, Callable>* call, const char* closed_reason) noexcept
+      : call_(call), closed_reason_(closed_reason) {}
+  SubmittedHandle(SubmittedHandle&& other) noexcept
+      : call_(std::exchange(other.call_, nullptr)), closed_reason_(other.closed_reason_) {}
+  SubmittedHandle(const SubmittedHandle&) = delete;
+  SubmittedHandle& operator=(const SubmittedHandle&) = delete;
+  SubmittedHandle& operator=(SubmittedHandle&&) = delete;
+  ~SubmittedHandle() {
+    if (call_ != nullptr) call_->drop(closed_reason_);
+  }
+  void operator()() noexcept { std::exchange(call_, nullptr)->run(); }
+
+ private:
+  SubmittedCall<R, Callable>* call_;
+  const char* closed_reason_;
+};
+
+template <class R>
+Future<R> make_future(FutureState<R>* state) noexcept;
+
+/// f(args...) (arguments decay-copied, moved when rvalues) as a SubmittedHandle to queue and its
+/// Future. `closed_reason` is the ClosedError's message if the handle is destroyed unrun.
+template <class F, class... A>
+auto make_submitted_call(const char* closed_reason, F&& f, A&&... args) {
+  using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
+  auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
+                arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
+    return std::apply(std::move(function), std::move(arguments));
+  };
+  using Call = SubmittedCall<Result, decltype(bound)>;
+  auto* call = new Call(std::move(bound));
+  return std::pair{SubmittedHandle<Result, decltype(bound)>(call, closed_reason), make_future<Result>(call)};
+}
+
+}  // namespace detail
+
+/// The outcome of a task submitted to a ThreadPool (or TaskGroup): its value, its exception, or
+/// ClosedError if it never ran. Like std::future (one consumer, get() once), but a waiter first polls
+/// for a few microseconds — as long as about twice this thread's recent short waits, at most 100 µs —
+/// and only then sleeps in the kernel, so a quick task's result costs no kernel wake-up on either
+/// side. The task's captures are destroyed before the result becomes ready.
+///
+/// Thread rule: one Future is used by one thread at a time (as std::future); it may be moved to and
+/// used from any thread. Memory ordering: everything the task did happens-before wait()/get() return
+/// with the result (and ready() returning true). Destruction: any time, also before the task ran or
+/// while it runs; the shared state is freed by whichever side finishes second, and the task still runs.
+template <class R>
+class [[nodiscard]] Future {
+ public:
+  /// An empty future: valid() is false.
+  Future() noexcept = default;
+  Future(Future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  Future& operator=(Future&& other) noexcept {
+    if (this != &other) {
+      release();
+      state_ = std::exchange(other.state_, nullptr);
+    }
+    return *this;
+  }
+  Future(const Future&) = delete;
+  Future& operator=(const Future&) = delete;
+  ~Future() { release(); }
+
+  /// True until get() or a move takes the result.
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+  /// True when the result is there (get() will not block). False for an empty future.
+  [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
+
+  /// Blocks until the result is there. Throws std::future_error(no_state) on an empty future.
+  void wait() const {
+    check();
+    (void)state_->wait_until(detail::SteadyClock::time_point::max());
+  }
+
+  /// As std::future: ready or timeout (never deferred). Any duration; it saturates.
+  template <class Rep, class Period>
+  std::future_status wait_for(std::chrono::duration<Rep, Period> timeout) const {
+    check();
+    const auto deadline = detail::saturating_add(detail::SteadyClock::now(), detail::saturating_nanoseconds(timeout));
+    return state_->wait_until(deadline) ? std::future_status::ready : std::future_status::timeout;
+  }
+  template <class Clock, class Duration>
+  std::future_status wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
+    check();
+    for (;;) {  // re-read Clock: a non-steady clock may be set while we wait
+      const auto left = detail::saturating_nanoseconds(deadline - Clock::now());
+      if (state_->wait_until(detail::saturating_add(detail::SteadyClock::now(), std::max(left, std::chrono::nanoseconds{0})))) {
+        return std::future_status::ready;
+      }
+      if (Clock::now() >= deadline) return std::future_status::timeout;
+    }
+  }
+
+  /// Waits, then returns the value (moved out) or rethrows the task's exception. Once: the future is
+  /// empty afterwards. Throws std::future_error(no_state) on an empty future.
+  R get() {
+    wait();
+    std::unique_ptr<detail::FutureState<R>> state(std::exchange(state_, nullptr));  // ready: ours to free
+    if (state->error_) std::rethrow_exception(state->error_);
+    if constexpr (std::is_void_v<R>) {
+      return;
+    } else if constexpr (std::is_reference_v<R>) {
+      return **state->value_;
+    } else {
+      return std::move(*state->value_);
+    }
+  }
+
+ private:
+  friend Future detail::make_future<R>(detail::FutureState<R>*) noexcept;
+  explicit Future(detail::FutureState<R>* state) noexcept : state_(state) {}
+
+  void check() const {
+    if (state_ == nullptr) throw std::future_error(std::future_errc::no_state);
+  }
+  void release() noexcept {
+    if (state_ != nullptr) std::exchange(state_, nullptr)->abandon();
+  }
+
+  detail::FutureState<R>* state_ = nullptr;
+};
+
+namespace detail {
+template <class R>
+Future<R> make_future(FutureState<R>* state) noexcept {
+  return Future<R>(state);
+}
+}  // namespace detail
+
+}  // namespace xthread
