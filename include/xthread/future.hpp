@@ -94,9 +94,10 @@ class FutureState {
     // The producer is usually a worker we just handed the task to, often on our CPU: yield at once
     // (handoff_pause_only_spin, measured in detail/spin_wait.hpp).
     std::chrono::nanoseconds budget = spin.budget();
-    if (deadline != SteadyClock::time_point::max()) {
-      budget = std::min(budget, std::max(std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start),
-                                         std::chrono::nanoseconds::zero()));
+    if (deadline <= start) {
+      budget = std::chrono::nanoseconds::zero();  // a poll (and no `deadline - start`: it could overflow)
+    } else if (deadline != SteadyClock::time_point::max()) {
+      budget = std::min(budget, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start));
     }
     const auto record = [&spin, start] {
       spin.record(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start));
@@ -269,10 +270,10 @@ class [[nodiscard]] Future {
   std::future_status wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
     check();
     for (;;) {  // re-read Clock: a non-steady clock may be set while we wait
-      const auto left = detail::saturating_nanoseconds(deadline - Clock::now());
-      if (state_->wait_until(detail::saturating_add(detail::SteadyClock::now(), std::max(left, std::chrono::nanoseconds{0})))) {
-        return std::future_status::ready;
-      }
+      const auto now = Clock::now();
+      // Only a future deadline is subtracted from: `deadline - now` could overflow otherwise.
+      const auto left = deadline <= now ? std::chrono::nanoseconds::zero() : detail::saturating_nanoseconds(deadline - now);
+      if (state_->wait_until(detail::saturating_add(detail::SteadyClock::now(), left))) return std::future_status::ready;
       if (Clock::now() >= deadline) return std::future_status::timeout;
     }
   }

@@ -65,7 +65,8 @@ inline constexpr const char* kCompletionMethod =
     "hands over; each task's last action is one fetch_sub(1, acq_rel) on it; the task that takes it to zero "
     "sets a one-shot flag and wakes the producer (std::atomic<uint32_t> notify_one; the producer blocks in "
     "std::atomic wait). No pool's own wait_idle (or in-flight counter) counts completions; each pool only "
-    "submits with its own API. futures/roundtrip also get() every future (their subject), bulk is one "
+    "submits with its own API. futures/roundtrip also get() every future (their subject; each pool's own future: std::future for asio, tbb and naive, "
+    "xthread::Future for xthread, whose get() polls before it sleeps), bulk is one "
     "blocking parallel-for (its return is the measured operation); every task also marks its own ledger slot "
     "(exactly-once check), in every pool";
 
