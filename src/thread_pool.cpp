@@ -80,6 +80,7 @@ class PoolCore {
 
   bool enqueue(PoolTask&& task) {
     Shard& shard = shards_[pick_shard()];
+    bool wake = false;
     {
       SpinLock lock(shard.inbox_mutex);
       // relaxed: shutdown() stores closing_ and then takes every inbox's mutex, so from then on every
@@ -89,8 +90,13 @@ class PoolCore {
       // seq_cst: the store half of the Dekker pair with a worker registering as a sleeper (see sleep()).
       // A plain store: `pushed` is only written under inbox_mutex.
       shard.pushed.store(shard.pushed.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+      // Decided (and the epoch bumped) before the unlock: no worker can take the task before this
+      // lock is released (take_inbox needs it), so once the task runs this thread no longer touches the
+      // pool, except futex_wake_one below, which uses only the address. The task may end with the
+      // pool's destruction (a coroutine hop that finishes there), while this thread is still here.
+      wake = prepare_wake();
     }
-    wake_one_if_sleeping();
+    if (wake) futex_wake_one(wake_epoch_);
     return true;
   }
 
@@ -341,13 +347,19 @@ class PoolCore {
   /// (waking_) is consumed by the first worker to leave or enter the sleep path, which then searches
   /// every queue. A worker that finds work while more is queued calls this again (fan-out).
   void wake_one_if_sleeping() noexcept {
+    if (prepare_wake()) futex_wake_one(wake_epoch_);
+  }
+
+  /// wake_one_if_sleeping's decision: true when a sleeper must be woken; the epoch is bumped already,
+  /// so only the futex call (address only) is left to the caller.
+  bool prepare_wake() noexcept {
     // seq_cst: the load half of the Dekker pairs with sleep()'s registration and with a poller's
     // decrement of polling_ (both followed by a re-check of the queues).
-    if (sleepers_.load(std::memory_order_seq_cst) == 0) return;
-    if (polling_.load(std::memory_order_seq_cst) != 0) return;
-    if (waking_.load(std::memory_order_relaxed) || waking_.exchange(true, std::memory_order_seq_cst)) return;
+    if (sleepers_.load(std::memory_order_seq_cst) == 0) return false;
+    if (polling_.load(std::memory_order_seq_cst) != 0) return false;
+    if (waking_.load(std::memory_order_relaxed) || waking_.exchange(true, std::memory_order_seq_cst)) return false;
     wake_epoch_.fetch_add(1, std::memory_order_release);  // release: a woken worker re-reads the queues anyway
-    futex_wake_one(wake_epoch_);
+    return true;
   }
 
   void wake_all() noexcept {
