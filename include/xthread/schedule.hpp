@@ -1,0 +1,342 @@
+// xthread/schedule.hpp — what `co_await loop.schedule()` and `co_await pool.schedule()` return: an
+// awaiter that moves the awaiting coroutine onto an EventLoop's thread or a ThreadPool worker.
+// Included by event_loop.hpp and thread_pool.hpp; coroutines in general are in xthread/coro.hpp.
+// Design notes (where a coroutine resumes, closing, cancellation, allocation): docs/coroutines.md.
+#pragma once
+
+#include <atomic>
+#include <coroutine>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <optional>
+#include <stop_token>
+#include <utility>
+
+#include "xthread/errors.hpp"
+#include "xthread/priority.hpp"
+#include "xthread/detail/loop_task.hpp"
+
+namespace xthread {
+
+/// Options of EventLoop::schedule(ScheduleOptions).
+struct ScheduleOptions {
+  /// The hop is a task of this priority on the loop (see EventLoop's class comment).
+  Priority priority = Priority::normal;
+  /// Once stopped, a hop that has not reached the loop thread completes with CancelledError instead
+  /// (see EventLoop::schedule). A token that can never be stopped (the default) costs nothing.
+  std::stop_token stop_token{};
+};
+
+namespace detail {
+
+/// Resumes `coroutine`. An exception escaping resume() (only a coroutine type whose promise rethrows
+/// from unhandled_exception lets one out) goes to `core`'s on_error, or to stderr without a loop:
+/// never std::terminate.
+inline void resume_reporting(std::coroutine_handle<> coroutine, LoopCore* core) noexcept {
+  try {
+    coroutine.resume();
+  } catch (...) {
+    if (core != nullptr) {
+      report_loop_error(*core, std::current_exception());
+    } else {
+      std::fputs("xthread: an exception escaped a coroutine resumed by a closing or cancelled hop\n", stderr);
+    }
+  }
+}
+
+/// The queue node of a hop that has a stop token. Heap-allocated and shared by the awaiter, the
+/// target's queue and (through the awaiter) the stop callback, because a cancelled coroutine may
+/// resume, and its frame die, while the node still sits in the target's queue.
+///
+/// Phase protocol (one atomic word, so the target's start, the target's closing and the stop
+/// callback can never both win):
+///   arming → queued (the awaiter, after registering its stop callback)
+///   arming → cancelled (stop callback during registration: the awaiter resumes inline)
+///   queued → started (the target, then it resumes the coroutine on its thread)
+///   queued → closed (the target closing, or the awaiter when the post failed)
+///   queued → cancelled (stop callback: it resumes the coroutine on its own thread)
+/// Exactly one party wins the move out of `queued`, and only the winner resumes the coroutine.
+class CancellableHop final : public LoopTask {
+ public:
+  enum Phase : std::uint32_t { kArming, kQueued, kStarted, kCancelled, kClosed };
+
+  CancellableHop(std::coroutine_handle<> coroutine, LoopCore* core) noexcept : coroutine_(coroutine), core_(core) {}
+  CancellableHop(const CancellableHop&) = delete;
+  CancellableHop& operator=(const CancellableHop&) = delete;
+
+  /// The awaiter, once its stop callback is registered. False: cancelled meanwhile (never queued).
+  bool arm() noexcept { return move_from(kArming, kQueued); }
+  /// The target (or the awaiter whose post failed). True: this caller won and must resume.
+  bool start() noexcept { return move_from(kQueued, kStarted); }
+  bool close() noexcept { return move_from(kQueued, kClosed); }
+  /// The stop callback (the thread that called request_stop()).
+  void cancel() noexcept {
+    if (move_from(kArming, kCancelled)) return;        // the awaiter sees it in arm() and resumes inline
+    if (move_from(kQueued, kCancelled)) resume_reporting(coroutine_, nullptr);  // last touch of *this
+  }
+  /// The awaiter, after resumption.
+  [[nodiscard]] Phase phase() const noexcept {
+    // acquire: pairs with the winning RMW; the resumer is the winner, so this is belt and braces.
+    return static_cast<Phase>(phase_.load(std::memory_order_acquire));
+  }
+  [[nodiscard]] std::coroutine_handle<> coroutine() const noexcept { return coroutine_; }
+  /// Each of the two owners (the awaiter; the target's queue or the awaiter's post attempt) once.
+  void release() noexcept {
+    // acq_rel: the last owner sees every access the other made before deleting.
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+
+  // As a LoopTask (the loop is the target).
+  void run(LoopCore& core) noexcept override {
+    if (start()) resume_reporting(coroutine_, &core);
+    release();
+  }
+  void discard() noexcept override {
+    if (close()) resume_reporting(coroutine_, core_);
+    release();
+  }
+
+  std::exception_ptr post_error;  // the awaiter's, set before it closes the node when posting threw
+
+ private:
+  ~CancellableHop() = default;
+  bool move_from(std::uint32_t from, std::uint32_t to) noexcept {
+    // acq_rel: one RMW decides between the awaiter, the target and the stop callback; the winner
+    // resumes the coroutine and must see everything the coroutine did before suspending (release by
+    // arm()), and the later losers see the winner's move.
+    return phase_.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire);
+  }
+
+  std::atomic<std::uint32_t> phase_{kArming};
+  std::atomic<std::uint32_t> refs_{2};
+  const std::coroutine_handle<> coroutine_;
+  LoopCore* const core_;  // the target loop, for on_error; nullptr on a pool
+};
+
+/// The cancellation half of a hop's awaiter: the stop token, the heap node and the stop callback.
+class HopCancellation {
+ public:
+  explicit HopCancellation(std::stop_token token) noexcept : token_(std::move(token)) {}
+  HopCancellation(const HopCancellation&) = delete;
+  HopCancellation& operator=(const HopCancellation&) = delete;
+  ~HopCancellation() {
+    callback_.reset();  // first: waits for a callback running on another thread (it may use the node)
+    if (node_ != nullptr) node_->release();
+  }
+
+  /// Without a token that can be stopped the hop takes the allocation-free path.
+  [[nodiscard]] bool possible() const noexcept { return token_.stop_possible(); }
+  /// await_ready: a token stopped already completes at once, without suspending.
+  [[nodiscard]] bool stopped_before() noexcept { return stopped_before_ = token_.stop_requested(); }
+
+  /// await_suspend of a hop with a token. `post(node)` hands the node to the target (true) or finds
+  /// it closed (false); it may throw. Returns await_suspend's answer: true = suspended (someone else
+  /// resumes the coroutine), false = resume now (await_resume reports why).
+  template <class Post>
+  bool suspend(std::coroutine_handle<> coroutine, LoopCore* core, Post post) {
+    node_ = new CancellableHop(coroutine, core);  // bad_alloc: thrown from co_await, nothing queued
+    CancellableHop* const node = node_;
+    callback_.emplace(token_, Callback{node});  // runs at once if stopped meanwhile (then arm() fails)
+    if (!node->arm()) {
+      node->release();  // the target's share: never posted
+      return false;     // CancelledError
+    }
+    // From here the stop callback may resume the coroutine, and end its frame, at any moment: use
+    // only locals (`node`, `post`), never `this`.
+    bool posted = false;
+    try {
+      posted = post(node);
+    } catch (...) {
+      node->post_error = std::current_exception();  // read by await_resume only if close() below wins
+    }
+    if (posted) return true;  // the target owns its share now
+    const bool closed_here = node->close();
+    node->release();
+    return !closed_here;  // closed here: resume now (ClosedError); else the stop callback resumes it
+  }
+
+  /// await_resume of a hop with a token.
+  void resume() const {
+    if (stopped_before_ || node_->phase() == CancellableHop::kCancelled) {
+      throw CancelledError("the hop's stop token was stopped before it reached its target");
+    }
+    if (node_->phase() == CancellableHop::kClosed) {
+      if (node_->post_error) std::rethrow_exception(node_->post_error);
+      throw ClosedError("the hop's target closed before the coroutine could resume there");
+    }
+  }
+
+ private:
+  struct Callback {
+    CancellableHop* node;
+    void operator()() const noexcept { node->cancel(); }
+  };
+
+  std::stop_token token_;
+  CancellableHop* node_ = nullptr;
+  bool stopped_before_ = false;
+  std::optional<std::stop_callback<Callback>> callback_;
+};
+
+/// What EventLoop::schedule returns (see there). The plain hop is its own queue node: no allocation.
+/// Immovable: `co_await loop.schedule()` keeps it in the coroutine frame for the whole hop.
+class LoopHop final : public LoopTask {
+ public:
+  LoopHop(LoopCore& core, ScheduleOptions options) noexcept
+      : core_(&core), priority_(options.priority), cancellation_(std::move(options.stop_token)) {}
+  LoopHop(const LoopHop&) = delete;
+  LoopHop& operator=(const LoopHop&) = delete;
+  ~LoopHop() = default;
+
+  bool await_ready() noexcept { return cancellation_.possible() && cancellation_.stopped_before(); }
+
+  bool await_suspend(std::coroutine_handle<> coroutine) {
+    if (cancellation_.possible()) {
+      return cancellation_.suspend(coroutine, core_, [core = core_, priority = priority_](CancellableHop* node) {
+        return loop_post(*core, node, priority);
+      });
+    }
+    coroutine_ = coroutine;
+    // The loop may resume the coroutine, and end its frame (this awaiter), before loop_post returns:
+    // after a successful post nothing here touches *this.
+    if (loop_post(*core_, this, priority_)) return true;
+    closed_ = true;
+    return false;
+  }
+
+  void await_resume() const {
+    if (cancellation_.possible()) {
+      cancellation_.resume();
+    } else if (closed_) {
+      throw ClosedError("EventLoop stopped before the coroutine could resume on it");
+    }
+  }
+
+  // As the loop's task: resume on the loop thread, or with ClosedError on the closing thread.
+  void run(LoopCore& core) noexcept override { resume_reporting(coroutine_, &core); }
+  void discard() noexcept override {
+    closed_ = true;
+    resume_reporting(coroutine_, core_);
+  }
+
+ private:
+  LoopCore* core_;
+  Priority priority_;
+  bool closed_ = false;
+  std::coroutine_handle<> coroutine_;
+  HopCancellation cancellation_;
+};
+
+class PoolHop;
+
+/// The pool task of a hop: resumes the coroutine on the worker that runs it; destroyed unrun
+/// (Shutdown::drop) it resumes the coroutine with ClosedError on the destroying thread — except while
+/// its own awaiter is still inside the enqueue call (the pool refused it), when the awaiter decides.
+class PoolResume {
+ public:
+  explicit PoolResume(PoolHop* hop) noexcept : hop_(hop) {}
+  explicit PoolResume(CancellableHop* node) noexcept : node_(node) {}
+  PoolResume(PoolResume&& other) noexcept
+      : hop_(std::exchange(other.hop_, nullptr)), node_(std::exchange(other.node_, nullptr)) {}
+  PoolResume(const PoolResume&) = delete;
+  PoolResume& operator=(const PoolResume&) = delete;
+  PoolResume& operator=(PoolResume&&) = delete;
+  inline ~PoolResume();
+  inline void operator()();
+
+  /// The hop (awaiter or node) whose enqueue call is running on this thread, if any.
+  static inline thread_local const void* enqueuing = nullptr;
+
+ private:
+  PoolHop* hop_ = nullptr;
+  CancellableHop* node_ = nullptr;
+};
+
+/// Marks `hop` as being enqueued by this thread for the duration of the enqueue call.
+class EnqueuingScope {
+ public:
+  explicit EnqueuingScope(const void* hop) noexcept { PoolResume::enqueuing = hop; }
+  EnqueuingScope(const EnqueuingScope&) = delete;
+  EnqueuingScope& operator=(const EnqueuingScope&) = delete;
+  ~EnqueuingScope() { PoolResume::enqueuing = nullptr; }
+};
+
+/// What ThreadPool::schedule returns (see there). The plain hop lives in the pool task itself (a
+/// PoolResume, two pointers, inline in the task): no allocation. Immovable, like LoopHop.
+class PoolHop {
+ public:
+  /// `enqueue` is the pool's: true when it queued the task, false when the pool is shut down (the
+  /// task is then destroyed while this thread is still inside the call).
+  using Enqueue = bool (*)(void* pool, PoolResume&& task);
+
+  PoolHop(void* pool, Enqueue enqueue, std::stop_token token) noexcept
+      : pool_(pool), enqueue_(enqueue), cancellation_(std::move(token)) {}
+  PoolHop(const PoolHop&) = delete;
+  PoolHop& operator=(const PoolHop&) = delete;
+  ~PoolHop() = default;
+
+  bool await_ready() noexcept { return cancellation_.possible() && cancellation_.stopped_before(); }
+
+  bool await_suspend(std::coroutine_handle<> coroutine) {
+    if (cancellation_.possible()) {
+      return cancellation_.suspend(coroutine, nullptr, [pool = pool_, enqueue = enqueue_](CancellableHop* node) {
+        const EnqueuingScope scope(node);
+        return enqueue(pool, PoolResume(node));
+      });
+    }
+    coroutine_ = coroutine;
+    {
+      const EnqueuingScope scope(this);
+      // A worker may resume the coroutine, and end its frame (this awaiter), before enqueue returns:
+      // after a successful enqueue nothing here touches *this.
+      if (enqueue_(pool_, PoolResume(this))) return true;
+    }
+    closed_ = true;
+    return false;
+  }
+
+  void await_resume() const {
+    if (cancellation_.possible()) {
+      cancellation_.resume();
+    } else if (closed_) {
+      throw ClosedError("ThreadPool shut down before the coroutine could resume on it");
+    }
+  }
+
+ private:
+  friend class PoolResume;
+  void* pool_;
+  Enqueue enqueue_;
+  bool closed_ = false;
+  std::coroutine_handle<> coroutine_;
+  HopCancellation cancellation_;
+};
+
+PoolResume::~PoolResume() {
+  if (hop_ != nullptr) {
+    if (enqueuing == hop_) return;  // refused by a shut-down pool: the awaiter resumes inline
+    hop_->closed_ = true;           // dropped (Shutdown::drop): resume here with ClosedError
+    resume_reporting(hop_->coroutine_, nullptr);
+  } else if (node_ != nullptr) {
+    if (enqueuing == node_) return;  // refused: the awaiter closes the node and keeps its share
+    if (node_->close()) resume_reporting(node_->coroutine(), nullptr);
+    node_->release();
+  }
+}
+
+void PoolResume::operator()() {
+  // An exception escaping resume() goes to the pool's on_error, like any posted task's.
+  if (PoolHop* const hop = std::exchange(hop_, nullptr)) {
+    hop->coroutine_.resume();  // the frame (and *hop) may be gone afterwards
+    return;
+  }
+  struct Release {
+    CancellableHop* node;
+    ~Release() { node->release(); }
+  } const release{std::exchange(node_, nullptr)};
+  if (release.node->start()) release.node->coroutine().resume();
+}
+
+}  // namespace detail
+}  // namespace xthread

@@ -1,0 +1,22 @@
+// Helpers for the coroutine tests: a fire-and-forget coroutine type that is not a Task (its promise
+// has no await_transform), to show the hops work with any coroutine type.
+#pragma once
+
+#include <coroutine>
+#include <exception>
+
+namespace xthread_test {
+
+/// Starts at once, runs to its end on whatever thread resumes it, then frees its frame there. An
+/// exception escaping its body propagates out of whichever resume() call is running it.
+struct Detached {
+  struct promise_type {
+    Detached get_return_object() const noexcept { return {}; }
+    std::suspend_never initial_suspend() const noexcept { return {}; }
+    std::suspend_never final_suspend() const noexcept { return {}; }
+    void return_void() const noexcept {}
+    void unhandled_exception() const { throw; }
+  };
+};
+
+}  // namespace xthread_test
