@@ -217,9 +217,10 @@ struct Outcome {
   std::thread::id thread;
 };
 
-Detached hop_and_record(xthread::EventLoop& loop, Outcome& outcome, xthread::ScheduleOptions options = {}) {
+Detached hop_and_record(xthread::EventLoop& loop, Outcome& outcome, std::stop_token token = {},
+                        xthread::Priority priority = xthread::Priority::normal) {
   try {
-    co_await loop.schedule(std::move(options));
+    co_await loop.schedule(priority, std::move(token));
   } catch (const xthread::ClosedError&) {
     outcome.closed = true;
   } catch (const xthread::CancelledError&) {
@@ -402,7 +403,7 @@ TEST(ScheduleCancellation, AStoppedTokenCompletesAtOnceWithoutQueueing) {
   source.request_stop();
   Outcome on_loop;
   Outcome on_pool;
-  hop_and_record(loop, on_loop, {.stop_token = source.get_token()});
+  hop_and_record(loop, on_loop, source.get_token());
   pool.pause();
   pool_hop_and_record(pool, on_pool, source.get_token());
   for (Outcome* outcome : {&on_loop, &on_pool}) {
@@ -418,7 +419,7 @@ TEST(ScheduleCancellation, StoppingAQueuedLoopHopResumesOnTheStoppingThreadAndNe
   xthread::EventLoop loop;  // not running: the hop stays queued
   std::stop_source source;
   Outcome outcome;
-  hop_and_record(loop, outcome, {.priority = xthread::Priority::high, .stop_token = source.get_token()});
+  hop_and_record(loop, outcome, source.get_token(), xthread::Priority::high);
   EXPECT_EQ(outcome.resumed, 0);
   std::thread stopper([&] { source.request_stop(); });
   const auto stopper_id = stopper.get_id();
@@ -454,7 +455,7 @@ TEST(ScheduleCancellation, AnUnstoppedTokenHopsNormally) {
   xthread::ThreadPool pool{1};
   std::stop_source source;
   auto hops = [](xthread::EventLoop& loop, xthread::ThreadPool& workers, std::stop_token token) -> Task<int> {
-    co_await loop.schedule({.stop_token = token});
+    co_await loop.schedule(xthread::Priority::normal, token);
     int on_target = loop.in_loop_thread();
     co_await workers.schedule(token);
     on_target += workers.in_worker_thread();
@@ -468,7 +469,7 @@ TEST(ScheduleCancellation, AClosedLoopWinsOverALaterStop) {
   xthread::EventLoop loop;
   std::stop_source source;
   Outcome outcome;
-  hop_and_record(loop, outcome, {.stop_token = source.get_token()});
+  hop_and_record(loop, outcome, source.get_token());
   loop.stop();  // no thread runs it: the node is closed here
   EXPECT_EQ(outcome.resumed, 1);
   EXPECT_TRUE(outcome.closed);
@@ -482,7 +483,7 @@ TEST(ScheduleCancellation, OnAStoppedLoopWithATokenThrowsClosedError) {
   loop.stop();
   std::stop_source source;
   Outcome outcome;
-  hop_and_record(loop, outcome, {.stop_token = source.get_token()});
+  hop_and_record(loop, outcome, source.get_token());
   EXPECT_EQ(outcome.resumed, 1);
   EXPECT_TRUE(outcome.closed);
   EXPECT_EQ(outcome.thread, std::this_thread::get_id());

@@ -189,9 +189,11 @@ class SyncWaitRoot {
   };
 
   explicit SyncWaitRoot(std::coroutine_handle<promise_type> coroutine) noexcept : coroutine_(coroutine) {}
-  SyncWaitRoot(const SyncWaitRoot&) = delete;
-  SyncWaitRoot& operator=(const SyncWaitRoot&) = delete;
-  ~SyncWaitRoot() { coroutine_.destroy(); }
+  SyncWaitRoot(SyncWaitRoot&& other) noexcept : coroutine_(std::exchange(other.coroutine_, {})) {}
+  SyncWaitRoot& operator=(SyncWaitRoot&&) = delete;
+  ~SyncWaitRoot() {
+    if (coroutine_) coroutine_.destroy();
+  }
   [[nodiscard]] std::coroutine_handle<promise_type> handle() const noexcept { return coroutine_; }
 
  private:

@@ -42,7 +42,7 @@ class WouldDeadlockError : public std::logic_error {
   explicit WouldDeadlockError(const std::string& what) : std::logic_error("xthread: would deadlock: " + what) {}
 };
 
-/// Thrown from `co_await loop.schedule(ScheduleOptions{.stop_token = t})` / `co_await
+/// Thrown from `co_await loop.schedule(priority, t)` / `co_await
 /// pool.schedule(t)` (xthread/schedule.hpp) when `t` was stopped before the hop reached its target:
 /// the coroutine did not move and nothing ran on the target. Not a ClosedError: the target is open,
 /// the caller asked to stop. Derives from std::runtime_error, like ClosedError, so a caller that

@@ -349,9 +349,9 @@ class EventLoop {
   /// that is gone. Memory ordering: everything the coroutine did before the co_await is visible after
   /// it, on whichever thread it resumes. The loop must exist when the co_await begins.
   [[nodiscard]] detail::LoopHop schedule(Priority priority = Priority::normal) noexcept {
-    return detail::LoopHop(*core_, ScheduleOptions{.priority = priority});
+    return detail::LoopHop(*core_, priority, {});
   }
-  /// As schedule(priority), with a stop token: once `options.stop_token` is stopped, a hop that has
+  /// As schedule(priority), with a stop token: once `stop_token` is stopped, a hop that has
   /// not started on the loop completes with CancelledError thrown from the co_await, and the coroutine
   /// does not run on the loop: already stopped at the co_await — at once, on the awaiting thread;
   /// stopped while queued — on the thread that calls request_stop(), inside that call (its stop
@@ -359,8 +359,11 @@ class EventLoop {
   /// read-modify-write: exactly one of "resumed on the loop", CancelledError and ClosedError happens.
   /// A hop with a token that can be stopped allocates one small node (a cancelled coroutine may end
   /// while the node is still queued); with a default token this is schedule(priority), allocation-free.
-  [[nodiscard]] detail::LoopHop schedule(ScheduleOptions options) noexcept {
-    return detail::LoopHop(*core_, std::move(options));
+  /// (Two parameters, not an options struct: g++ 12 destroys a braced aggregate temporary with a
+  /// non-trivial member twice when it is an argument inside a co_await — `co_await
+  /// loop.schedule({.stop_token = t})` would release the token's state twice.)
+  [[nodiscard]] detail::LoopHop schedule(Priority priority, std::stop_token stop_token) noexcept {
+    return detail::LoopHop(*core_, priority, std::move(stop_token));
   }
 
   /// Any thread. Runs `task` once on the loop thread when `delay` has passed, as a task of

@@ -19,15 +19,6 @@
 
 namespace xthread {
 
-/// Options of EventLoop::schedule(ScheduleOptions).
-struct ScheduleOptions {
-  /// The hop is a task of this priority on the loop (see EventLoop's class comment).
-  Priority priority = Priority::normal;
-  /// Once stopped, a hop that has not reached the loop thread completes with CancelledError instead
-  /// (see EventLoop::schedule). A token that can never be stopped (the default) costs nothing.
-  std::stop_token stop_token{};
-};
-
 namespace detail {
 
 /// Resumes `coroutine`. An exception escaping resume() (only a coroutine type whose promise rethrows
@@ -183,8 +174,8 @@ class HopCancellation {
 /// Immovable: `co_await loop.schedule()` keeps it in the coroutine frame for the whole hop.
 class LoopHop final : public LoopTask {
  public:
-  LoopHop(LoopCore& core, ScheduleOptions options) noexcept
-      : core_(&core), priority_(options.priority), cancellation_(std::move(options.stop_token)) {}
+  LoopHop(LoopCore& core, Priority priority, std::stop_token token) noexcept
+      : core_(&core), priority_(priority), cancellation_(std::move(token)) {}
   LoopHop(const LoopHop&) = delete;
   LoopHop& operator=(const LoopHop&) = delete;
   ~LoopHop() = default;
