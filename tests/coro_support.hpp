@@ -19,4 +19,21 @@ struct Detached {
   };
 };
 
+/// Starts at once and stays suspended at its end until the owner destroys it (RAII). An exception
+/// escaping its body propagates out of the resume() call running it, and the frame stays the owner's.
+struct Owned {
+  struct promise_type {
+    Owned get_return_object() noexcept { return Owned{std::coroutine_handle<promise_type>::from_promise(*this)}; }
+    std::suspend_never initial_suspend() const noexcept { return {}; }
+    std::suspend_always final_suspend() const noexcept { return {}; }
+    void return_void() const noexcept {}
+    void unhandled_exception() const { throw; }
+  };
+  explicit Owned(std::coroutine_handle<promise_type> coroutine) noexcept : handle(coroutine) {}
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() { handle.destroy(); }
+  std::coroutine_handle<promise_type> handle;
+};
+
 }  // namespace xthread_test
