@@ -36,6 +36,20 @@ inline void resume_reporting(std::coroutine_handle<> coroutine, LoopCore* core) 
   }
 }
 
+/// Work queued on a ThreadPool through a PoolResume: a hop's awaiter, a cancellable hop's node, or a
+/// sender's operation state. Exactly one of run_on_pool() / drop_from_pool() is called, once.
+class PoolWork {
+ public:
+  /// On the worker that took the task. An exception escaping goes to the pool's on_error.
+  virtual void run_on_pool() = 0;
+  /// The task was destroyed unrun (Shutdown::drop), on the destroying thread.
+  virtual void drop_from_pool() noexcept = 0;
+
+ protected:
+  PoolWork() = default;
+  ~PoolWork() = default;
+};
+
 /// The queue node of a hop that has a stop token. Heap-allocated and shared by the awaiter, the
 /// target's queue and (through the awaiter) the stop callback, because a cancelled coroutine may
 /// resume, and its frame die, while the node still sits in the target's queue.
@@ -48,7 +62,7 @@ inline void resume_reporting(std::coroutine_handle<> coroutine, LoopCore* core) 
 ///   queued → closed (the target closing, or the awaiter when the post failed)
 ///   queued → cancelled (stop callback: it resumes the coroutine on its own thread)
 /// Exactly one party wins the move out of `queued`, and only the winner resumes the coroutine.
-class CancellableHop final : public LoopTask {
+class CancellableHop final : public LoopTask, public PoolWork {
  public:
   enum Phase : std::uint32_t { kArming, kQueued, kStarted, kCancelled, kClosed };
 
@@ -85,6 +99,19 @@ class CancellableHop final : public LoopTask {
   }
   void discard() noexcept override {
     if (close()) resume_reporting(coroutine_, core_);
+    release();
+  }
+
+  // As a PoolWork (the pool is the target).
+  void run_on_pool() override {
+    struct Release {
+      CancellableHop* node;
+      ~Release() { node->release(); }  // also when the resumed coroutine lets an exception out
+    } const release{this};
+    if (start()) coroutine_.resume();
+  }
+  void drop_from_pool() noexcept override {
+    if (close()) resume_reporting(coroutine_, nullptr);
     release();
   }
 
@@ -219,49 +246,48 @@ class LoopHop final : public LoopTask {
   HopCancellation cancellation_;
 };
 
-class PoolHop;
-
-/// The pool task of a hop: resumes the coroutine on the worker that runs it; destroyed unrun
-/// (Shutdown::drop) it resumes the coroutine with ClosedError on the destroying thread — except while
-/// its own awaiter is still inside the enqueue call (the pool refused it), when the awaiter decides.
+/// The pool task of a PoolWork (one pointer, stored inline in the pool's task: no allocation). Run,
+/// it calls run_on_pool(); destroyed unrun, drop_from_pool() — except while its own work is still
+/// inside the enqueue call on this thread (the pool refused it): then the enqueuer decides.
 class PoolResume {
  public:
-  explicit PoolResume(PoolHop* hop) noexcept : hop_(hop) {}
-  explicit PoolResume(CancellableHop* node) noexcept : node_(node) {}
-  PoolResume(PoolResume&& other) noexcept
-      : hop_(std::exchange(other.hop_, nullptr)), node_(std::exchange(other.node_, nullptr)) {}
+  explicit PoolResume(PoolWork* work) noexcept : work_(work) {}
+  PoolResume(PoolResume&& other) noexcept : work_(std::exchange(other.work_, nullptr)) {}
   PoolResume(const PoolResume&) = delete;
   PoolResume& operator=(const PoolResume&) = delete;
   PoolResume& operator=(PoolResume&&) = delete;
-  inline ~PoolResume();
-  inline void operator()();
+  ~PoolResume() {
+    if (work_ != nullptr && enqueuing != work_) work_->drop_from_pool();
+  }
+  void operator()() { std::exchange(work_, nullptr)->run_on_pool(); }
 
-  /// The hop (awaiter or node) whose enqueue call is running on this thread, if any.
-  static inline thread_local const void* enqueuing = nullptr;
+  /// The work whose enqueue call is running on this thread, if any.
+  static inline thread_local const PoolWork* enqueuing = nullptr;
 
  private:
-  PoolHop* hop_ = nullptr;
-  CancellableHop* node_ = nullptr;
+  PoolWork* work_;
 };
 
-/// Marks `hop` as being enqueued by this thread for the duration of the enqueue call.
-class EnqueuingScope {
- public:
-  explicit EnqueuingScope(const void* hop) noexcept { PoolResume::enqueuing = hop; }
-  EnqueuingScope(const EnqueuingScope&) = delete;
-  EnqueuingScope& operator=(const EnqueuingScope&) = delete;
-  ~EnqueuingScope() { PoolResume::enqueuing = nullptr; }
-};
+/// The pool's enqueue, type-erased: true when it queued the task, false when the pool is shut down
+/// (the task is then destroyed while this thread is still inside the call). May throw bad_alloc.
+using PoolEnqueue = bool (*)(void* pool, PoolResume&& task);
 
-/// What ThreadPool::schedule returns (see there). The plain hop lives in the pool task itself (a
-/// PoolResume, two pointers, inline in the task): no allocation. Immovable, like LoopHop.
-class PoolHop {
- public:
-  /// `enqueue` is the pool's: true when it queued the task, false when the pool is shut down (the
-  /// task is then destroyed while this thread is still inside the call).
-  using Enqueue = bool (*)(void* pool, PoolResume&& task);
+/// Enqueues `work`, marked as this thread's enqueuing work for the duration of the call.
+inline bool enqueue_pool_work(void* pool, PoolEnqueue enqueue, PoolWork* work) {
+  struct Scope {
+    explicit Scope(const PoolWork* marked) noexcept { PoolResume::enqueuing = marked; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    ~Scope() { PoolResume::enqueuing = nullptr; }
+  } const scope(work);
+  return enqueue(pool, PoolResume(work));
+}
 
-  PoolHop(void* pool, Enqueue enqueue, std::stop_token token) noexcept
+/// What ThreadPool::schedule returns (see there). The plain hop: the awaiter is the PoolWork, and
+/// the pool's task holds one pointer to it: no allocation. Immovable, like LoopHop.
+class PoolHop final : public PoolWork {
+ public:
+  PoolHop(void* pool, PoolEnqueue enqueue, std::stop_token token) noexcept
       : pool_(pool), enqueue_(enqueue), cancellation_(std::move(token)) {}
   PoolHop(const PoolHop&) = delete;
   PoolHop& operator=(const PoolHop&) = delete;
@@ -272,17 +298,13 @@ class PoolHop {
   bool await_suspend(std::coroutine_handle<> coroutine) {
     if (cancellation_.possible()) {
       return cancellation_.suspend(coroutine, nullptr, [pool = pool_, enqueue = enqueue_](CancellableHop* node) {
-        const EnqueuingScope scope(node);
-        return enqueue(pool, PoolResume(node));
+        return enqueue_pool_work(pool, enqueue, node);
       });
     }
     coroutine_ = coroutine;
-    {
-      const EnqueuingScope scope(this);
-      // A worker may resume the coroutine, and end its frame (this awaiter), before enqueue returns:
-      // after a successful enqueue nothing here touches *this.
-      if (enqueue_(pool_, PoolResume(this))) return true;
-    }
+    // A worker may resume the coroutine, and end its frame (this awaiter), before the enqueue
+    // returns: after a successful enqueue nothing here touches *this.
+    if (enqueue_pool_work(pool_, enqueue_, this)) return true;
     closed_ = true;
     return false;
   }
@@ -295,39 +317,20 @@ class PoolHop {
     }
   }
 
+  // As the pool's work: resume on the worker, or with ClosedError on the dropping thread.
+  void run_on_pool() override { coroutine_.resume(); }  // the frame (and *this) may be gone afterwards
+  void drop_from_pool() noexcept override {
+    closed_ = true;
+    resume_reporting(coroutine_, nullptr);
+  }
+
  private:
-  friend class PoolResume;
   void* pool_;
-  Enqueue enqueue_;
+  PoolEnqueue enqueue_;
   bool closed_ = false;
   std::coroutine_handle<> coroutine_;
   HopCancellation cancellation_;
 };
-
-PoolResume::~PoolResume() {
-  if (hop_ != nullptr) {
-    if (enqueuing == hop_) return;  // refused by a shut-down pool: the awaiter resumes inline
-    hop_->closed_ = true;           // dropped (Shutdown::drop): resume here with ClosedError
-    resume_reporting(hop_->coroutine_, nullptr);
-  } else if (node_ != nullptr) {
-    if (enqueuing == node_) return;  // refused: the awaiter closes the node and keeps its share
-    if (node_->close()) resume_reporting(node_->coroutine(), nullptr);
-    node_->release();
-  }
-}
-
-void PoolResume::operator()() {
-  // An exception escaping resume() goes to the pool's on_error, like any posted task's.
-  if (PoolHop* const hop = std::exchange(hop_, nullptr)) {
-    hop->coroutine_.resume();  // the frame (and *hop) may be gone afterwards
-    return;
-  }
-  struct Release {
-    CancellableHop* node;
-    ~Release() { node->release(); }
-  } const release{std::exchange(node_, nullptr)};
-  if (release.node->start()) release.node->coroutine().resume();
-}
 
 }  // namespace detail
 }  // namespace xthread

@@ -271,18 +271,18 @@ class ThreadPool {
   /// drain runs it on a worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
   /// everything the coroutine did before the co_await is visible after it. The pool must exist when
   /// the co_await begins.
-  [[nodiscard]] detail::PoolHop schedule() noexcept { return detail::PoolHop(this, &enqueue_hop, {}); }
+  [[nodiscard]] detail::PoolHop schedule() noexcept { return detail::PoolHop(this, &enqueue_work, {}); }
   /// As schedule(), with a stop token: a hop not yet started on a worker when `stop_token` is stopped
   /// completes with CancelledError thrown from the co_await and never runs on the pool — at once if
   /// already stopped, else on the thread calling request_stop(), inside that call. One atomic
   /// read-modify-write decides between stop, a worker's start and a drop. A token that can be
   /// stopped costs one small heap node per hop; a default one is schedule().
   [[nodiscard]] detail::PoolHop schedule(std::stop_token stop_token) noexcept {
-    return detail::PoolHop(this, &enqueue_hop, std::move(stop_token));
+    return detail::PoolHop(this, &enqueue_work, std::move(stop_token));
   }
 
  private:
-  static bool enqueue_hop(void* pool, detail::PoolResume&& task) {
+  static bool enqueue_work(void* pool, detail::PoolResume&& task) {
     return static_cast<ThreadPool*>(pool)->enqueue(detail::PoolTask(std::move(task)));
   }
 
