@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <new>
 #include <stop_token>
+#include <thread>
 
 #include "coro_support.hpp"
 #include "xthread/coro.hpp"
@@ -100,6 +101,36 @@ TEST(CoroAllocations, AHopWithAStoppableTokenAllocatesOneNode) {
   EXPECT_EQ(checks, 2 * kHops);
   EXPECT_LE(allocations.load(), 2 * kHops + 1);
   EXPECT_GE(allocations.load(), 2 * kHops);
+}
+
+/// Counts its completions; the receiver of the sender test.
+struct CountingReceiver {
+  std::atomic<long>* values;
+  void set_value() && noexcept { values->fetch_add(1, std::memory_order_release); }
+  void set_error(std::exception_ptr) && noexcept {}
+  void set_stopped() && noexcept {}
+};
+
+TEST(CoroAllocations, SchedulerSendersAllocateNothing) {
+  xthread::LoopThread worker{"coro-alloc"};
+  xthread::ThreadPool pool{1};
+  for (int i = 0; i < 1000; ++i) pool.post([] {});  // warm up the pool's queue
+  pool.wait_idle();
+  constexpr long kOperations = 10'000;
+  std::atomic<long> values{0};
+  allocations.store(0);
+  counting.store(true);
+  for (long i = 0; i < kOperations; ++i) {
+    auto on_loop = worker.loop().scheduler().schedule().connect(CountingReceiver{&values});
+    auto on_pool = pool.scheduler().schedule().connect(CountingReceiver{&values});
+    on_loop.start();
+    on_pool.start();
+    while (values.load(std::memory_order_acquire) != 2 * (i + 1)) std::this_thread::yield();
+  }
+  counting.store(false);
+  pool.wait_idle();
+  worker.loop().invoke_sync([] {});
+  EXPECT_EQ(allocations.load(), 0) << "heap allocations during " << 2 * kOperations << " sender operations";
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 
 #include <coroutine>
 #include <exception>
+#include <utility>
 
 namespace xthread_test {
 
@@ -30,9 +31,11 @@ struct Owned {
     void unhandled_exception() const { throw; }
   };
   explicit Owned(std::coroutine_handle<promise_type> coroutine) noexcept : handle(coroutine) {}
-  Owned(const Owned&) = delete;
-  Owned& operator=(const Owned&) = delete;
-  ~Owned() { handle.destroy(); }
+  Owned(Owned&& other) noexcept : handle(std::exchange(other.handle, {})) {}
+  Owned& operator=(Owned&&) = delete;
+  ~Owned() {
+    if (handle) handle.destroy();
+  }
   std::coroutine_handle<promise_type> handle;
 };
 

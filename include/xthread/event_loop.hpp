@@ -365,6 +365,12 @@ class EventLoop {
   [[nodiscard]] detail::LoopHop schedule(Priority priority, std::stop_token stop_token) noexcept {
     return detail::LoopHop(*core_, priority, std::move(stop_token));
   }
+  /// Any thread. A scheduler in the std::execution shape (see LoopScheduler, LoopSender in
+  /// xthread/schedule.hpp): its senders complete on the loop's thread, as tasks of `priority`, with
+  /// the closing rules of schedule(). Copyable; valid while the loop exists.
+  [[nodiscard]] LoopScheduler scheduler(Priority priority = Priority::normal) noexcept {
+    return LoopScheduler(*core_, priority);
+  }
 
   /// Any thread. Runs `task` once on the loop thread when `delay` has passed, as a task of
   /// `priority` (see the class comment). Returns a finished Timer (and destroys `task`) once the loop

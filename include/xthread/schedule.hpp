@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
+#include "xthread/execution.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/loop_task.hpp"
 
@@ -333,4 +334,173 @@ class PoolHop final : public PoolWork {
 };
 
 }  // namespace detail
+
+// ---- Schedulers in the std::execution shape (xthread/execution.hpp) ---------------------------------
+
+template <class Receiver>
+class LoopOperation;
+class LoopSender;
+
+/// What EventLoop::scheduler(priority) returns: a copyable handle, equal to another when both name
+/// the same loop and priority. Valid while the loop exists. Thread rule: any thread.
+class LoopScheduler {
+ public:
+  using scheduler_concept = execution::scheduler_t;
+  LoopScheduler(detail::LoopCore& core, Priority priority) noexcept : core_(&core), priority_(priority) {}
+  /// A sender that completes on the loop's thread (see LoopSender).
+  [[nodiscard]] inline LoopSender schedule() const noexcept;
+  bool operator==(const LoopScheduler&) const noexcept = default;
+
+ private:
+  template <class Receiver>
+  friend class LoopOperation;
+  detail::LoopCore* core_;
+  Priority priority_;
+};
+
+/// The sender of LoopScheduler::schedule(). connect(receiver) gives an immovable operation state;
+/// its start() (any thread) queues the operation itself as a task of the scheduler's priority — no
+/// allocation — and the receiver is completed exactly once:
+/// - set_value() on the loop's thread when the loop reaches it;
+/// - set_stopped() instead when the receiver's env stop token (get_stop_token(get_env(receiver)))
+///   is stopped by then: at once inside start() if already stopped, else on the loop's thread when
+///   the loop reaches it (as std::execution's run_loop; an early stop does not unlink the task);
+/// - set_error(ClosedError) when the loop had stopped (inside start(), on the starting thread) or
+///   stops before reaching it (on the thread that closes the loop, as for schedule() hops).
+/// The operation state may be destroyed once the receiver has been completed.
+class LoopSender {
+ public:
+  using sender_concept = execution::sender_t;
+  using completion_signatures = execution::schedule_completions;
+
+  explicit LoopSender(LoopScheduler scheduler) noexcept : scheduler_(scheduler) {}
+  template <class Receiver>
+  [[nodiscard]] LoopOperation<std::decay_t<Receiver>> connect(Receiver&& receiver) const {
+    return LoopOperation<std::decay_t<Receiver>>(scheduler_, std::forward<Receiver>(receiver));
+  }
+  [[nodiscard]] execution::SchedulerEnv<LoopScheduler> get_env() const noexcept { return {scheduler_}; }
+
+ private:
+  LoopScheduler scheduler_;
+};
+
+LoopSender LoopScheduler::schedule() const noexcept { return LoopSender(*this); }
+
+template <class Receiver>
+class LoopOperation final : public detail::LoopTask {
+ public:
+  using operation_state_concept = execution::operation_state_t;
+
+  template <class R>
+  LoopOperation(const LoopScheduler& scheduler, R&& receiver)
+      : scheduler_(scheduler), receiver_(std::forward<R>(receiver)) {}
+  LoopOperation(const LoopOperation&) = delete;
+  LoopOperation& operator=(const LoopOperation&) = delete;
+  ~LoopOperation() = default;
+
+  void start() & noexcept {
+    if (execution::detail::receiver_stop_token(receiver_).stop_requested()) {
+      std::move(receiver_).set_stopped();
+      return;
+    }
+    // After a successful post the loop may complete the receiver, which may destroy *this.
+    if (!detail::loop_post(*scheduler_.core_, this, scheduler_.priority_)) {
+      execution::detail::complete_closed(receiver_, "EventLoop stopped before the sender could complete on it");
+    }
+  }
+
+  void run(detail::LoopCore& /*core*/) noexcept override { execution::detail::complete_on_target(receiver_); }
+  void discard() noexcept override {
+    execution::detail::complete_closed(receiver_, "EventLoop stopped before the sender could complete on it");
+  }
+
+ private:
+  LoopScheduler scheduler_;
+  Receiver receiver_;
+};
+
+template <class Receiver>
+class PoolOperation;
+class PoolSender;
+
+/// What ThreadPool::scheduler() returns: a copyable handle, equal to another when both name the same
+/// pool. Valid while the pool exists. Thread rule: any thread.
+class PoolScheduler {
+ public:
+  using scheduler_concept = execution::scheduler_t;
+  PoolScheduler(void* pool, detail::PoolEnqueue enqueue) noexcept : pool_(pool), enqueue_(enqueue) {}
+  /// A sender that completes on a worker (see PoolSender).
+  [[nodiscard]] inline PoolSender schedule() const noexcept;
+  bool operator==(const PoolScheduler& other) const noexcept { return pool_ == other.pool_; }
+
+ private:
+  template <class Receiver>
+  friend class PoolOperation;
+  void* pool_;
+  detail::PoolEnqueue enqueue_;
+};
+
+/// The sender of PoolScheduler::schedule(). connect(receiver) gives an immovable operation state;
+/// its start() (any thread) queues a pool task holding one pointer to it — no allocation — and the
+/// receiver is completed exactly once: set_value() on the worker that takes the task; set_stopped()
+/// when the receiver's env stop token is stopped (inside start(), or on the worker); set_error with
+/// ClosedError when the pool was shut down (inside start()) or shuts down with Shutdown::drop before a
+/// worker takes it (on the thread calling shutdown()), or with bad_alloc from the pool's queue
+/// (inside start()). The operation state may be destroyed once the receiver has been completed.
+class PoolSender {
+ public:
+  using sender_concept = execution::sender_t;
+  using completion_signatures = execution::schedule_completions;
+
+  explicit PoolSender(PoolScheduler scheduler) noexcept : scheduler_(scheduler) {}
+  template <class Receiver>
+  [[nodiscard]] PoolOperation<std::decay_t<Receiver>> connect(Receiver&& receiver) const {
+    return PoolOperation<std::decay_t<Receiver>>(scheduler_, std::forward<Receiver>(receiver));
+  }
+  [[nodiscard]] execution::SchedulerEnv<PoolScheduler> get_env() const noexcept { return {scheduler_}; }
+
+ private:
+  PoolScheduler scheduler_;
+};
+
+PoolSender PoolScheduler::schedule() const noexcept { return PoolSender(*this); }
+
+template <class Receiver>
+class PoolOperation final : public detail::PoolWork {
+ public:
+  using operation_state_concept = execution::operation_state_t;
+
+  template <class R>
+  PoolOperation(const PoolScheduler& scheduler, R&& receiver)
+      : scheduler_(scheduler), receiver_(std::forward<R>(receiver)) {}
+  PoolOperation(const PoolOperation&) = delete;
+  PoolOperation& operator=(const PoolOperation&) = delete;
+  ~PoolOperation() = default;
+
+  void start() & noexcept {
+    if (execution::detail::receiver_stop_token(receiver_).stop_requested()) {
+      std::move(receiver_).set_stopped();
+      return;
+    }
+    bool queued = false;
+    try {
+      // After a successful enqueue a worker may complete the receiver, which may destroy *this.
+      queued = detail::enqueue_pool_work(scheduler_.pool_, scheduler_.enqueue_, this);
+    } catch (...) {
+      std::move(receiver_).set_error(std::current_exception());
+      return;
+    }
+    if (!queued) execution::detail::complete_closed(receiver_, "ThreadPool shut down before the sender could complete on it");
+  }
+
+  void run_on_pool() override { execution::detail::complete_on_target(receiver_); }
+  void drop_from_pool() noexcept override {
+    execution::detail::complete_closed(receiver_, "ThreadPool shut down before the sender could complete on it");
+  }
+
+ private:
+  PoolScheduler scheduler_;
+  Receiver receiver_;
+};
+
 }  // namespace xthread

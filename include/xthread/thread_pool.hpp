@@ -262,7 +262,7 @@ class ThreadPool {
   // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) -----------------------------------------
   /// Any thread. `co_await pool.schedule()` moves the awaiting coroutine (any coroutine type) onto a
   /// worker: it is queued as a task (as post() would, so pause, drain, drop and stats().pending see
-  /// it) and resumes on the worker that takes it. The task is two pointers stored inline: no heap
+  /// it) and resumes on the worker that takes it. The task is one pointer stored inline: no heap
   /// allocation. An exception escaping the resumed coroutine (only a coroutine type that rethrows from
   /// unhandled_exception lets one out) goes to Options::on_error. Closing: after shutdown() the
   /// co_await throws ClosedError at once, on the awaiting thread; shutdown(Shutdown::drop) with the
@@ -280,6 +280,10 @@ class ThreadPool {
   [[nodiscard]] detail::PoolHop schedule(std::stop_token stop_token) noexcept {
     return detail::PoolHop(this, &enqueue_work, std::move(stop_token));
   }
+  /// Any thread. A scheduler in the std::execution shape (see PoolScheduler, PoolSender in
+  /// xthread/schedule.hpp): its senders complete on a worker, with the closing rules of schedule().
+  /// Copyable; valid while the pool exists.
+  [[nodiscard]] PoolScheduler scheduler() noexcept { return PoolScheduler(this, &enqueue_work); }
 
  private:
   static bool enqueue_work(void* pool, detail::PoolResume&& task) {
