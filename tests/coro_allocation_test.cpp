@@ -9,35 +9,12 @@
 #include <thread>
 
 #include "coro_support.hpp"
+#include "counting_operator_new.hpp"
 #include "xthread/coro.hpp"
 #include "xthread/loop_thread.hpp"
 
-namespace {
-std::atomic<long> allocations{0};
-std::atomic<bool> counting{false};
-
-void note_allocation() {
-  // Count every thread: the loop's and the workers' allocations on behalf of a hop count too.
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-void* operator new(std::size_t size) {
-  note_allocation();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t size, std::align_val_t align) {
-  note_allocation();
-  const std::size_t alignment = static_cast<std::size_t>(align);
-  if (void* p = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)) return p;
-  throw std::bad_alloc();
-}
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // operator new above is malloc
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using xthread_test::allocations;
+using xthread_test::counting;
 
 namespace {
 
@@ -53,6 +30,23 @@ xthread::Task<long> ping_pong(xthread::EventLoop& loop, xthread::ThreadPool& poo
   co_return checks;
 }
 
+/// Runs `task` to its end while counting allocations and returns its value. Driven from a Detached
+/// coroutine on this thread (sync_wait would count its private loop); `done` is set where the task
+/// ends (the loop thread), so it must outlive that thread.
+long run_counting(xthread::Task<long> task, std::atomic<bool>& done) {
+  long result = 0;
+  allocations.store(0);
+  counting.store(true);
+  [](xthread::Task<long> inner, long& out, std::atomic<bool>& finished) -> xthread_test::Detached {
+    out = co_await std::move(inner);
+    finished.store(true, std::memory_order_release);
+    finished.notify_one();
+  }(std::move(task), result, done);
+  done.wait(false, std::memory_order_acquire);
+  counting.store(false);
+  return result;
+}
+
 TEST(CoroAllocations, LoopAndPoolHopsAllocateNothing) {
   std::atomic<bool> done{false};
   xthread::LoopThread worker{"coro-alloc"};
@@ -61,19 +55,7 @@ TEST(CoroAllocations, LoopAndPoolHopsAllocateNothing) {
   ASSERT_EQ(xthread::sync_wait(ping_pong(worker.loop(), pool, 1000, {})), 2000);
   constexpr long kHops = 10'000;
   xthread::Task<long> task = ping_pong(worker.loop(), pool, kHops, {});  // the frame: allocated here
-  long checks = 0;
-  // Driven from a Detached coroutine on this thread (sync_wait allocates its private loop); `done` is
-  // set on the loop thread, and outlives it (declared before `worker`).
-  allocations.store(0);
-  counting.store(true);
-  [](xthread::Task<long> inner, long& out, std::atomic<bool>& finished) -> xthread_test::Detached {
-    out = co_await std::move(inner);
-    finished.store(true, std::memory_order_release);
-    finished.notify_one();
-  }(std::move(task), checks, done);
-  done.wait(false, std::memory_order_acquire);
-  counting.store(false);
-  EXPECT_EQ(checks, 2 * kHops);
+  EXPECT_EQ(run_counting(std::move(task), done), 2 * kHops);
   // The Detached frame itself (one allocation) is the only one allowed.
   EXPECT_LE(allocations.load(), 1) << "heap allocations during " << 2 * kHops << " hops";
 }
@@ -88,17 +70,7 @@ TEST(CoroAllocations, AHopWithAStoppableTokenAllocatesOneNode) {
   ASSERT_EQ(xthread::sync_wait(ping_pong(worker.loop(), pool, 1000, source.get_token())), 2000);
   constexpr long kHops = 1'000;
   xthread::Task<long> task = ping_pong(worker.loop(), pool, kHops, source.get_token());
-  long checks = 0;
-  allocations.store(0);
-  counting.store(true);
-  [](xthread::Task<long> inner, long& out, std::atomic<bool>& finished) -> xthread_test::Detached {
-    out = co_await std::move(inner);
-    finished.store(true, std::memory_order_release);
-    finished.notify_one();
-  }(std::move(task), checks, done);
-  done.wait(false, std::memory_order_acquire);
-  counting.store(false);
-  EXPECT_EQ(checks, 2 * kHops);
+  EXPECT_EQ(run_counting(std::move(task), done), 2 * kHops);
   EXPECT_LE(allocations.load(), 2 * kHops + 1);
   EXPECT_GE(allocations.load(), 2 * kHops);
 }
@@ -114,19 +86,22 @@ struct CountingReceiver {
 TEST(CoroAllocations, SchedulerSendersAllocateNothing) {
   xthread::LoopThread worker{"coro-alloc"};
   xthread::ThreadPool pool{1};
-  for (int i = 0; i < 1000; ++i) pool.post([] {});  // warm up the pool's queue
-  pool.wait_idle();
-  constexpr long kOperations = 10'000;
   std::atomic<long> values{0};
+  auto round_trips = [&](long operations) {
+    values.store(0);
+    for (long i = 0; i < operations; ++i) {
+      auto on_loop = worker.loop().scheduler().schedule().connect(CountingReceiver{&values});
+      auto on_pool = pool.scheduler().schedule().connect(CountingReceiver{&values});
+      on_loop.start();
+      on_pool.start();
+      while (values.load(std::memory_order_acquire) != 2 * (i + 1)) std::this_thread::yield();
+    }
+  };
+  round_trips(1000);  // warm up: the pool's queue blocks reach their steady state
+  constexpr long kOperations = 10'000;
   allocations.store(0);
   counting.store(true);
-  for (long i = 0; i < kOperations; ++i) {
-    auto on_loop = worker.loop().scheduler().schedule().connect(CountingReceiver{&values});
-    auto on_pool = pool.scheduler().schedule().connect(CountingReceiver{&values});
-    on_loop.start();
-    on_pool.start();
-    while (values.load(std::memory_order_acquire) != 2 * (i + 1)) std::this_thread::yield();
-  }
+  round_trips(kOperations);
   counting.store(false);
   pool.wait_idle();
   worker.loop().invoke_sync([] {});

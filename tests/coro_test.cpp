@@ -202,24 +202,6 @@ TEST(LoopSchedule, HopsAreTasksOfTheirPriority) {
   EXPECT_EQ(order, (std::vector<std::string>{"high hop", "normal task", "normal hop", "low hop"}));
 }
 
-TEST(LoopSchedule, OnAStoppedLoopThrowsClosedErrorOnTheAwaitingThread) {
-  xthread::EventLoop loop;
-  loop.stop();
-  std::thread::id resumed_on;
-  bool closed = false;
-  auto hop = [&]() -> Detached {
-    try {
-      co_await loop.schedule();
-    } catch (const xthread::ClosedError&) {
-      closed = true;
-    }
-    resumed_on = std::this_thread::get_id();
-  };
-  hop();
-  EXPECT_TRUE(closed);
-  EXPECT_EQ(resumed_on, std::this_thread::get_id());
-}
-
 struct Outcome {
   std::atomic<int> resumed{0};
   std::atomic<bool> closed{false};
@@ -227,10 +209,11 @@ struct Outcome {
   std::thread::id thread;
 };
 
-Detached hop_and_record(xthread::EventLoop& loop, Outcome& outcome, std::stop_token token = {},
-                        xthread::Priority priority = xthread::Priority::normal) {
+/// Awaits `make_hop()` (a schedule() call) and records how and where the co_await ended.
+template <class MakeHop>
+Detached record_hop(MakeHop make_hop, Outcome& outcome) {
   try {
-    co_await loop.schedule(priority, std::move(token));
+    co_await make_hop();
   } catch (const xthread::ClosedError&) {
     outcome.closed = true;
   } catch (const xthread::CancelledError&) {
@@ -238,6 +221,25 @@ Detached hop_and_record(xthread::EventLoop& loop, Outcome& outcome, std::stop_to
   }
   outcome.thread = std::this_thread::get_id();
   outcome.resumed.fetch_add(1);
+}
+
+void hop_and_record(xthread::EventLoop& loop, Outcome& outcome, std::stop_token token = {},
+                    xthread::Priority priority = xthread::Priority::normal) {
+  record_hop([&loop, priority, token = std::move(token)] { return loop.schedule(priority, token); }, outcome);
+}
+
+void pool_hop_and_record(xthread::ThreadPool& pool, Outcome& outcome, std::stop_token token = {}) {
+  record_hop([&pool, token = std::move(token)] { return pool.schedule(token); }, outcome);
+}
+
+TEST(LoopSchedule, OnAStoppedLoopThrowsClosedErrorOnTheAwaitingThread) {
+  xthread::EventLoop loop;
+  loop.stop();
+  Outcome outcome;
+  hop_and_record(loop, outcome);
+  EXPECT_EQ(outcome.resumed, 1);
+  EXPECT_TRUE(outcome.closed);
+  EXPECT_EQ(outcome.thread, std::this_thread::get_id());
 }
 
 TEST(LoopSchedule, StopWithTheHopQueuedAndNoThreadRunningResumesOnTheStoppingThread) {
@@ -327,32 +329,13 @@ TEST(PoolSchedule, LoopToPoolAndBack) {
 TEST(PoolSchedule, AfterShutdownThrowsClosedErrorOnTheAwaitingThread) {
   xthread::ThreadPool pool{1};
   pool.shutdown(xthread::Shutdown::drain);
-  bool closed = false;
-  std::thread::id resumed_on;
-  auto hop = [&]() -> Detached {
-    try {
-      co_await pool.schedule();
-    } catch (const xthread::ClosedError&) {
-      closed = true;
-    }
-    resumed_on = std::this_thread::get_id();
-  };
-  hop();
-  EXPECT_TRUE(closed);
-  EXPECT_EQ(resumed_on, std::this_thread::get_id());
+  Outcome outcome;
+  pool_hop_and_record(pool, outcome);
+  EXPECT_EQ(outcome.resumed, 1);
+  EXPECT_TRUE(outcome.closed);
+  EXPECT_EQ(outcome.thread, std::this_thread::get_id());
 }
 
-Detached pool_hop_and_record(xthread::ThreadPool& pool, Outcome& outcome, std::stop_token token = {}) {
-  try {
-    co_await pool.schedule(std::move(token));
-  } catch (const xthread::ClosedError&) {
-    outcome.closed = true;
-  } catch (const xthread::CancelledError&) {
-    outcome.cancelled = true;
-  }
-  outcome.thread = std::this_thread::get_id();
-  outcome.resumed.fetch_add(1);
-}
 
 TEST(PoolSchedule, ShutdownDropResumesTheQueuedHopWithClosedErrorOnTheShuttingDownThread) {
   for (bool cancellable : {false, true}) {

@@ -337,9 +337,61 @@ class PoolHop final : public PoolWork {
 
 // ---- Schedulers in the std::execution shape (xthread/execution.hpp) ---------------------------------
 
+namespace detail {
+/// The sender of a schedule(): connect(receiver) makes the scheduler's immovable operation state.
+template <class Scheduler, template <class> class Operation>
+class ScheduleSender {
+ public:
+  using sender_concept = execution::sender_t;
+  using completion_signatures = execution::schedule_completions;
+
+  explicit ScheduleSender(Scheduler scheduler) noexcept : scheduler_(scheduler) {}
+  template <class Receiver>
+  [[nodiscard]] Operation<std::decay_t<Receiver>> connect(Receiver&& receiver) const {
+    return Operation<std::decay_t<Receiver>>(scheduler_, std::forward<Receiver>(receiver));
+  }
+  [[nodiscard]] execution::SchedulerEnv<Scheduler> get_env() const noexcept { return {scheduler_}; }
+
+ private:
+  Scheduler scheduler_;
+};
+
+/// What the two operation states share: the scheduler, the receiver, and its completions.
+template <class Scheduler, class Receiver>
+class ScheduleOperation {
+ public:
+  using operation_state_concept = execution::operation_state_t;
+
+  template <class R>
+  ScheduleOperation(const Scheduler& scheduler, R&& receiver)
+      : scheduler_(scheduler), receiver_(std::forward<R>(receiver)) {}
+  ScheduleOperation(const ScheduleOperation&) = delete;
+  ScheduleOperation& operator=(const ScheduleOperation&) = delete;
+
+ protected:
+  ~ScheduleOperation() = default;
+  /// start(): completes stopped (inline) when the receiver's token is stopped already.
+  bool stopped_at_start() noexcept {
+    if (!execution::detail::receiver_stop_token(receiver_).stop_requested()) return false;
+    std::move(receiver_).set_stopped();
+    return true;
+  }
+  /// On the target: set_value(), or set_stopped() when the token was stopped meanwhile.
+  void complete_on_target() noexcept { execution::detail::complete_on_target(receiver_); }
+  void complete_closed(const char* what) noexcept { execution::detail::complete_closed(receiver_, what); }
+  void complete_error(std::exception_ptr error) noexcept { std::move(receiver_).set_error(std::move(error)); }
+
+  Scheduler scheduler_;
+
+ private:
+  Receiver receiver_;
+};
+}  // namespace detail
+
 template <class Receiver>
 class LoopOperation;
-class LoopSender;
+class LoopScheduler;
+using LoopSender = detail::ScheduleSender<LoopScheduler, LoopOperation>;
 
 /// What EventLoop::scheduler(priority) returns: a copyable handle, equal to another when both name
 /// the same loop and priority. Valid while the loop exists. Thread rule: any thread.
@@ -358,8 +410,10 @@ class LoopScheduler {
   Priority priority_;
 };
 
-/// The sender of LoopScheduler::schedule(). connect(receiver) gives an immovable operation state;
-/// its start() (any thread) queues the operation itself as a task of the scheduler's priority — no
+LoopSender LoopScheduler::schedule() const noexcept { return LoopSender(*this); }
+
+/// The operation state of LoopSender (`scheduler.schedule().connect(receiver)`), immovable. Its
+/// start() (any thread) queues the operation itself as a task of the scheduler's priority — no
 /// allocation — and the receiver is completed exactly once:
 /// - set_value() on the loop's thread when the loop reaches it;
 /// - set_stopped() instead when the receiver's env stop token (get_stop_token(get_env(receiver)))
@@ -368,60 +422,28 @@ class LoopScheduler {
 /// - set_error(ClosedError) when the loop had stopped (inside start(), on the starting thread) or
 ///   stops before reaching it (on the thread that closes the loop, as for schedule() hops).
 /// The operation state may be destroyed once the receiver has been completed.
-class LoopSender {
- public:
-  using sender_concept = execution::sender_t;
-  using completion_signatures = execution::schedule_completions;
-
-  explicit LoopSender(LoopScheduler scheduler) noexcept : scheduler_(scheduler) {}
-  template <class Receiver>
-  [[nodiscard]] LoopOperation<std::decay_t<Receiver>> connect(Receiver&& receiver) const {
-    return LoopOperation<std::decay_t<Receiver>>(scheduler_, std::forward<Receiver>(receiver));
-  }
-  [[nodiscard]] execution::SchedulerEnv<LoopScheduler> get_env() const noexcept { return {scheduler_}; }
-
- private:
-  LoopScheduler scheduler_;
-};
-
-LoopSender LoopScheduler::schedule() const noexcept { return LoopSender(*this); }
-
 template <class Receiver>
-class LoopOperation final : public detail::LoopTask {
+class LoopOperation final : public detail::LoopTask, public detail::ScheduleOperation<LoopScheduler, Receiver> {
  public:
-  using operation_state_concept = execution::operation_state_t;
-
-  template <class R>
-  LoopOperation(const LoopScheduler& scheduler, R&& receiver)
-      : scheduler_(scheduler), receiver_(std::forward<R>(receiver)) {}
-  LoopOperation(const LoopOperation&) = delete;
-  LoopOperation& operator=(const LoopOperation&) = delete;
-  ~LoopOperation() = default;
+  using detail::ScheduleOperation<LoopScheduler, Receiver>::ScheduleOperation;
 
   void start() & noexcept {
-    if (execution::detail::receiver_stop_token(receiver_).stop_requested()) {
-      std::move(receiver_).set_stopped();
-      return;
-    }
+    if (this->stopped_at_start()) return;
     // After a successful post the loop may complete the receiver, which may destroy *this.
-    if (!detail::loop_post(*scheduler_.core_, this, scheduler_.priority_)) {
-      execution::detail::complete_closed(receiver_, "EventLoop stopped before the sender could complete on it");
-    }
+    if (!detail::loop_post(*this->scheduler_.core_, this, this->scheduler_.priority_)) this->complete_closed(kClosed);
   }
 
-  void run(detail::LoopCore& /*core*/) noexcept override { execution::detail::complete_on_target(receiver_); }
-  void discard() noexcept override {
-    execution::detail::complete_closed(receiver_, "EventLoop stopped before the sender could complete on it");
-  }
+  void run(detail::LoopCore& /*core*/) noexcept override { this->complete_on_target(); }
+  void discard() noexcept override { this->complete_closed(kClosed); }
 
  private:
-  LoopScheduler scheduler_;
-  Receiver receiver_;
+  static constexpr const char* kClosed = "EventLoop stopped before the sender could complete on it";
 };
 
 template <class Receiver>
 class PoolOperation;
-class PoolSender;
+class PoolScheduler;
+using PoolSender = detail::ScheduleSender<PoolScheduler, PoolOperation>;
 
 /// What ThreadPool::scheduler() returns: a copyable handle, equal to another when both name the same
 /// pool. Valid while the pool exists. Thread rule: any thread.
@@ -440,67 +462,38 @@ class PoolScheduler {
   detail::PoolEnqueue enqueue_;
 };
 
-/// The sender of PoolScheduler::schedule(). connect(receiver) gives an immovable operation state;
-/// its start() (any thread) queues a pool task holding one pointer to it — no allocation — and the
+PoolSender PoolScheduler::schedule() const noexcept { return PoolSender(*this); }
+
+/// The operation state of PoolSender (`scheduler.schedule().connect(receiver)`), immovable. Its
+/// start() (any thread) queues a pool task holding one pointer to it — no allocation — and the
 /// receiver is completed exactly once: set_value() on the worker that takes the task; set_stopped()
 /// when the receiver's env stop token is stopped (inside start(), or on the worker); set_error with
 /// ClosedError when the pool was shut down (inside start()) or shuts down with Shutdown::drop before a
 /// worker takes it (on the thread calling shutdown()), or with bad_alloc from the pool's queue
 /// (inside start()). The operation state may be destroyed once the receiver has been completed.
-class PoolSender {
- public:
-  using sender_concept = execution::sender_t;
-  using completion_signatures = execution::schedule_completions;
-
-  explicit PoolSender(PoolScheduler scheduler) noexcept : scheduler_(scheduler) {}
-  template <class Receiver>
-  [[nodiscard]] PoolOperation<std::decay_t<Receiver>> connect(Receiver&& receiver) const {
-    return PoolOperation<std::decay_t<Receiver>>(scheduler_, std::forward<Receiver>(receiver));
-  }
-  [[nodiscard]] execution::SchedulerEnv<PoolScheduler> get_env() const noexcept { return {scheduler_}; }
-
- private:
-  PoolScheduler scheduler_;
-};
-
-PoolSender PoolScheduler::schedule() const noexcept { return PoolSender(*this); }
-
 template <class Receiver>
-class PoolOperation final : public detail::PoolWork {
+class PoolOperation final : public detail::PoolWork, public detail::ScheduleOperation<PoolScheduler, Receiver> {
  public:
-  using operation_state_concept = execution::operation_state_t;
-
-  template <class R>
-  PoolOperation(const PoolScheduler& scheduler, R&& receiver)
-      : scheduler_(scheduler), receiver_(std::forward<R>(receiver)) {}
-  PoolOperation(const PoolOperation&) = delete;
-  PoolOperation& operator=(const PoolOperation&) = delete;
-  ~PoolOperation() = default;
+  using detail::ScheduleOperation<PoolScheduler, Receiver>::ScheduleOperation;
 
   void start() & noexcept {
-    if (execution::detail::receiver_stop_token(receiver_).stop_requested()) {
-      std::move(receiver_).set_stopped();
-      return;
-    }
+    if (this->stopped_at_start()) return;
     bool queued = false;
     try {
       // After a successful enqueue a worker may complete the receiver, which may destroy *this.
-      queued = detail::enqueue_pool_work(scheduler_.pool_, scheduler_.enqueue_, this);
+      queued = detail::enqueue_pool_work(this->scheduler_.pool_, this->scheduler_.enqueue_, this);
     } catch (...) {
-      std::move(receiver_).set_error(std::current_exception());
+      this->complete_error(std::current_exception());  // bad_alloc from the pool's queue
       return;
     }
-    if (!queued) execution::detail::complete_closed(receiver_, "ThreadPool shut down before the sender could complete on it");
+    if (!queued) this->complete_closed(kClosed);
   }
 
-  void run_on_pool() override { execution::detail::complete_on_target(receiver_); }
-  void drop_from_pool() noexcept override {
-    execution::detail::complete_closed(receiver_, "ThreadPool shut down before the sender could complete on it");
-  }
+  void run_on_pool() override { this->complete_on_target(); }
+  void drop_from_pool() noexcept override { this->complete_closed(kClosed); }
 
  private:
-  PoolScheduler scheduler_;
-  Receiver receiver_;
+  static constexpr const char* kClosed = "ThreadPool shut down before the sender could complete on it";
 };
 
 }  // namespace xthread
