@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
-#include "xthread/schedule.hpp"  // schedule()
+#include "xthread/schedule.hpp"  // schedule(), scheduler()
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/unique_function.hpp"
@@ -270,7 +270,8 @@ class ThreadPool {
   /// shutdown() (inside that call, outside the pool's locks; it must not call shutdown() again);
   /// drain runs it on a worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
   /// everything the coroutine did before the co_await is visible after it. The pool must exist when
-  /// the co_await begins.
+  /// the co_await begins, and until the awaiting thread has returned from it: the enqueue reads the
+  /// pool's wake-up state after a worker may already run the coroutine (docs/coroutines.md).
   [[nodiscard]] detail::PoolHop schedule() noexcept { return detail::PoolHop(this, &enqueue_work, {}); }
   /// As schedule(), with a stop token: a hop not yet started on a worker when `stop_token` is stopped
   /// completes with CancelledError thrown from the co_await and never runs on the pool — at once if
