@@ -172,6 +172,20 @@ TEST(SyncWait, RethrowsFromAnotherThread) {
   EXPECT_THROW(xthread::sync_wait(throws_there(worker.loop())), std::logic_error);
 }
 
+TEST(SyncWait, WorksFromInsideALoopTask) {
+  // A nested sync_wait on a loop thread runs its own private loop there (the innermost loop).
+  xthread::LoopThread worker{"coro-nested"};
+  xthread::ThreadPool pool{1};
+  const int value = worker.loop().invoke_sync([&pool] {
+    auto hop = [](xthread::ThreadPool& target) -> Task<int> {
+      co_await target.schedule();
+      co_return target.in_worker_thread() ? 7 : -1;
+    };
+    return xthread::sync_wait(hop(pool));
+  });
+  EXPECT_EQ(value, 7);
+}
+
 // ---- EventLoop::schedule --------------------------------------------------------------------------
 
 TEST(LoopSchedule, ResumesOnTheLoopThread) {
@@ -230,6 +244,24 @@ void hop_and_record(xthread::EventLoop& loop, Outcome& outcome, std::stop_token 
 
 void pool_hop_and_record(xthread::ThreadPool& pool, Outcome& outcome, std::stop_token token = {}) {
   record_hop([&pool, token = std::move(token)] { return pool.schedule(token); }, outcome);
+}
+
+TEST(LoopSchedule, OnTheLoopsOwnThreadItYields) {
+  xthread::EventLoop loop;
+  std::vector<std::string> order;
+  loop.post([&] {
+    [](xthread::EventLoop& target, std::vector<std::string>& log) -> Detached {
+      log.push_back("before the hop");
+      co_await target.schedule();
+      log.push_back("after the hop");
+      target.stop();
+    }(loop, order);
+    order.push_back("the task that awaited returned");
+    loop.post([&] { order.push_back("a high task queued after the hop"); }, xthread::Priority::high);
+  });
+  loop.run();
+  EXPECT_EQ(order, (std::vector<std::string>{"before the hop", "the task that awaited returned",
+                                             "a high task queued after the hop", "after the hop"}));
 }
 
 TEST(LoopSchedule, OnAStoppedLoopThrowsClosedErrorOnTheAwaitingThread) {
