@@ -223,6 +223,25 @@ struct Outcome {
   std::thread::id thread;
 };
 
+enum class How { closed, cancelled };
+
+/// The co_await ended exactly once, with the error `how`, on `thread`.
+void expect_resumed_once(const Outcome& outcome, How how, std::thread::id thread) {
+  EXPECT_EQ(outcome.resumed, 1);
+  EXPECT_EQ(outcome.closed.load(), how == How::closed);
+  EXPECT_EQ(outcome.cancelled.load(), how == How::cancelled);
+  EXPECT_EQ(outcome.thread, thread);
+}
+
+/// Runs `f` on a new thread, joins it, and returns the thread's id.
+template <class F>
+std::thread::id on_new_thread(F f) {
+  std::thread thread(std::move(f));
+  const std::thread::id id = thread.get_id();
+  thread.join();
+  return id;
+}
+
 /// Awaits `make_hop()` (a schedule() call) and records how and where the co_await ended.
 template <class MakeHop>
 Detached record_hop(MakeHop make_hop, Outcome& outcome) {
@@ -269,9 +288,7 @@ TEST(LoopSchedule, OnAStoppedLoopThrowsClosedErrorOnTheAwaitingThread) {
   loop.stop();
   Outcome outcome;
   hop_and_record(loop, outcome);
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.closed);
-  EXPECT_EQ(outcome.thread, std::this_thread::get_id());
+  expect_resumed_once(outcome, How::closed, std::this_thread::get_id());
 }
 
 TEST(LoopSchedule, StopWithTheHopQueuedAndNoThreadRunningResumesOnTheStoppingThread) {
@@ -279,12 +296,8 @@ TEST(LoopSchedule, StopWithTheHopQueuedAndNoThreadRunningResumesOnTheStoppingThr
   Outcome outcome;
   hop_and_record(loop, outcome);
   EXPECT_EQ(outcome.resumed, 0);
-  std::thread stopper([&] { loop.stop(); });
-  const auto stopper_id = stopper.get_id();
-  stopper.join();
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.closed);
-  EXPECT_EQ(outcome.thread, stopper_id);
+  const auto stopper_id = on_new_thread([&] { loop.stop(); });
+  expect_resumed_once(outcome, How::closed, stopper_id);
 }
 
 TEST(LoopSchedule, StopWhileRunningResumesOnTheLoopThreadAsRunReturns) {
@@ -293,12 +306,8 @@ TEST(LoopSchedule, StopWhileRunningResumesOnTheLoopThreadAsRunReturns) {
   // The first task stops the loop; the hop queued behind it is discarded as run() returns.
   loop.post([&] { loop.stop(); }, xthread::Priority::high);
   hop_and_record(loop, outcome);
-  std::thread runner([&] { loop.run(); });
-  const auto runner_id = runner.get_id();
-  runner.join();
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.closed);
-  EXPECT_EQ(outcome.thread, runner_id);
+  const auto runner_id = on_new_thread([&] { loop.run(); });
+  expect_resumed_once(outcome, How::closed, runner_id);
 }
 
 TEST(LoopSchedule, DestroyingTheLoopResumesTheQueuedHopWithClosedError) {
@@ -307,9 +316,7 @@ TEST(LoopSchedule, DestroyingTheLoopResumesTheQueuedHopWithClosedError) {
     xthread::EventLoop loop;
     hop_and_record(loop, outcome);
   }
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.closed);
-  EXPECT_EQ(outcome.thread, std::this_thread::get_id());
+  expect_resumed_once(outcome, How::closed, std::this_thread::get_id());
 }
 
 TEST(LoopSchedule, AnExceptionEscapingTheResumedCoroutineGoesToOnError) {
@@ -363,9 +370,7 @@ TEST(PoolSchedule, AfterShutdownThrowsClosedErrorOnTheAwaitingThread) {
   pool.shutdown(xthread::Shutdown::drain);
   Outcome outcome;
   pool_hop_and_record(pool, outcome);
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.closed);
-  EXPECT_EQ(outcome.thread, std::this_thread::get_id());
+  expect_resumed_once(outcome, How::closed, std::this_thread::get_id());
 }
 
 
@@ -379,13 +384,9 @@ TEST(PoolSchedule, ShutdownDropResumesTheQueuedHopWithClosedErrorOnTheShuttingDo
     EXPECT_EQ(pool.stats().pending, 1u);
     EXPECT_EQ(outcome.resumed, 0);
     std::size_t dropped = 0;
-    std::thread closer([&] { dropped = pool.shutdown(xthread::Shutdown::drop); });
-    const auto closer_id = closer.get_id();
-    closer.join();
+    const auto closer_id = on_new_thread([&] { dropped = pool.shutdown(xthread::Shutdown::drop); });
     EXPECT_EQ(dropped, 1u);
-    EXPECT_EQ(outcome.resumed, 1);
-    EXPECT_TRUE(outcome.closed);
-    EXPECT_EQ(outcome.thread, closer_id);
+    expect_resumed_once(outcome, How::closed, closer_id);
     source.request_stop();  // too late: nothing happens
     EXPECT_EQ(outcome.resumed, 1);
   }
@@ -433,9 +434,7 @@ TEST(ScheduleCancellation, AStoppedTokenCompletesAtOnceWithoutQueueing) {
   pool.pause();
   pool_hop_and_record(pool, on_pool, source.get_token());
   for (Outcome* outcome : {&on_loop, &on_pool}) {
-    EXPECT_EQ(outcome->resumed, 1);
-    EXPECT_TRUE(outcome->cancelled);
-    EXPECT_EQ(outcome->thread, std::this_thread::get_id());
+    expect_resumed_once(*outcome, How::cancelled, std::this_thread::get_id());
   }
   EXPECT_EQ(loop.stats().pending, 0u);
   EXPECT_EQ(pool.stats().pending, 0u);
@@ -447,12 +446,8 @@ TEST(ScheduleCancellation, StoppingAQueuedLoopHopResumesOnTheStoppingThreadAndNe
   Outcome outcome;
   hop_and_record(loop, outcome, source.get_token(), xthread::Priority::high);
   EXPECT_EQ(outcome.resumed, 0);
-  std::thread stopper([&] { source.request_stop(); });
-  const auto stopper_id = stopper.get_id();
-  stopper.join();
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.cancelled);
-  EXPECT_EQ(outcome.thread, stopper_id);
+  const auto stopper_id = on_new_thread([&] { source.request_stop(); });
+  expect_resumed_once(outcome, How::cancelled, stopper_id);
   EXPECT_EQ(loop.stats().pending, 1u) << "the cancelled node leaves the queue when the loop reaches it";
   EXPECT_EQ(loop.run_ready(), 1u);
   EXPECT_EQ(outcome.resumed, 1) << "the loop must not resume a cancelled hop";
@@ -465,12 +460,8 @@ TEST(ScheduleCancellation, StoppingAQueuedPoolHopResumesOnTheStoppingThreadAndNe
   std::stop_source source;
   Outcome outcome;
   pool_hop_and_record(pool, outcome, source.get_token());
-  std::thread stopper([&] { source.request_stop(); });
-  const auto stopper_id = stopper.get_id();
-  stopper.join();
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.cancelled);
-  EXPECT_EQ(outcome.thread, stopper_id);
+  const auto stopper_id = on_new_thread([&] { source.request_stop(); });
+  expect_resumed_once(outcome, How::cancelled, stopper_id);
   pool.resume();
   pool.wait_idle();
   EXPECT_EQ(outcome.resumed, 1) << "the worker must not resume a cancelled hop";
@@ -514,9 +505,7 @@ TEST(ScheduleCancellation, OnAStoppedLoopWithATokenThrowsClosedError) {
   std::stop_source source;
   Outcome outcome;
   hop_and_record(loop, outcome, source.get_token());
-  EXPECT_EQ(outcome.resumed, 1);
-  EXPECT_TRUE(outcome.closed);
-  EXPECT_EQ(outcome.thread, std::this_thread::get_id());
+  expect_resumed_once(outcome, How::closed, std::this_thread::get_id());
 }
 
 TEST(ScheduleCancellation, CancelledErrorIsNotAClosedError) {
