@@ -103,7 +103,8 @@ class TaskPromise<void> final : public TaskPromiseBase {
 /// started frees its frame (its parameters are destroyed, its body never runs); destroy a started
 /// Task only after it finished — in practice, let the co_await expression's temporary do it.
 /// Thread rule: like any value, one thread at a time; awaiting hands it to the awaiting coroutine.
-/// A Task is awaited at most once.
+/// A Task is awaited at most once. Memory ordering: everything the task did is visible to the
+/// awaiting coroutine when its co_await returns (it continues on the thread the task finished on).
 template <class T>
 class [[nodiscard]] Task {
  public:

@@ -421,7 +421,8 @@ LoopSender LoopScheduler::schedule() const noexcept { return LoopSender(*this); 
 ///   the loop reaches it (as std::execution's run_loop; an early stop does not unlink the task);
 /// - set_error(ClosedError) when the loop had stopped (inside start(), on the starting thread) or
 ///   stops before reaching it (on the thread that closes the loop, as for schedule() hops).
-/// The operation state may be destroyed once the receiver has been completed.
+/// The operation state may be destroyed once the receiver has been completed. Memory ordering:
+/// everything done before start() is visible to the receiver's completion.
 template <class Receiver>
 class LoopOperation final : public detail::LoopTask, public detail::ScheduleOperation<LoopScheduler, Receiver> {
  public:
@@ -471,6 +472,7 @@ PoolSender PoolScheduler::schedule() const noexcept { return PoolSender(*this); 
 /// ClosedError when the pool was shut down (inside start()) or shuts down with Shutdown::drop before a
 /// worker takes it (on the thread calling shutdown()), or with bad_alloc from the pool's queue
 /// (inside start()). The operation state may be destroyed once the receiver has been completed.
+/// Memory ordering: everything done before start() is visible to the receiver's completion.
 template <class Receiver>
 class PoolOperation final : public detail::PoolWork, public detail::ScheduleOperation<PoolScheduler, Receiver> {
  public:
