@@ -6,35 +6,12 @@
 #include <new>
 #include <thread>
 
+#include "counting_operator_new.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/thread_safe_function.hpp"
 
-namespace {
-std::atomic<long> allocations{0};
-std::atomic<bool> counting{false};
-
-void note_allocation() {
-  // Count every thread: the loop thread's allocations on behalf of a call count too.
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
-}
-}  // namespace
-
-void* operator new(std::size_t size) {
-  note_allocation();
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
-  throw std::bad_alloc();
-}
-void* operator new(std::size_t size, std::align_val_t align) {
-  note_allocation();
-  const std::size_t alignment = static_cast<std::size_t>(align);
-  if (void* p = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)) return p;
-  throw std::bad_alloc();
-}
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"  // operator new above is malloc
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+using xthread_test::allocations;
+using xthread_test::counting;
 
 TEST(ThreadSafeFunctionAllocations, CallAndCallSyncAllocateNothingPerCall) {
   xthread::LoopThread worker{"alloc-loop"};

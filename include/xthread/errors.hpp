@@ -1,6 +1,6 @@
 // xthread/errors.hpp — the errors xthread reports: ClosedError (the work never ran),
 // NestedClosedError (the work ran, and a call it made was closed), WouldDeadlockError (a synchronous
-// call that could never complete).
+// call that could never complete), CancelledError (a hop whose stop token was stopped).
 #pragma once
 
 #include <exception>
@@ -40,6 +40,16 @@ class NestedClosedError : public std::runtime_error, public std::nested_exceptio
 class WouldDeadlockError : public std::logic_error {
  public:
   explicit WouldDeadlockError(const std::string& what) : std::logic_error("xthread: would deadlock: " + what) {}
+};
+
+/// Thrown from `co_await loop.schedule(priority, t)` / `co_await
+/// pool.schedule(t)` (xthread/schedule.hpp) when `t` was stopped before the hop reached its target:
+/// the coroutine did not move and nothing ran on the target. Not a ClosedError: the target is open,
+/// the caller asked to stop. Derives from std::runtime_error, like ClosedError, so a caller that
+/// treats "did not run" uniformly can catch std::runtime_error.
+class CancelledError : public std::runtime_error {
+ public:
+  explicit CancelledError(const std::string& what) : std::runtime_error("xthread: cancelled: " + what) {}
 };
 
 namespace detail {

@@ -14,6 +14,7 @@
 
 #include "xthread/errors.hpp"
 #include "xthread/priority.hpp"
+#include "xthread/schedule.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_task.hpp"
 
@@ -332,6 +333,43 @@ class EventLoop {
       throw ClosedError("EventLoop stopped");
     }
     return node.take();
+  }
+
+  // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) ----
+
+  /// Any thread. `co_await loop.schedule(priority)` moves the awaiting coroutine (any coroutine type:
+  /// only std::coroutine_handle<> is used) onto the loop's thread: it is queued as a task of
+  /// `priority` and resumes when the loop runs that task — also when awaited on the loop's own
+  /// thread (a yield: the tasks ahead of it run first). The awaiter is the queue node: no heap
+  /// allocation. Closing: on a stopped loop the co_await throws ClosedError at once, on the awaiting
+  /// thread; when the loop stops (or is destroyed) while the hop is queued, the coroutine resumes with
+  /// ClosedError thrown from the co_await on the thread that closes the loop — the loop's own thread
+  /// as run() returns, or the thread calling stop() / the destructor when no thread runs the loop (do
+  /// not destroy the loop from that continuation). It is never leaked and never resumed by a loop
+  /// that is gone. Memory ordering: everything the coroutine did before the co_await is visible after
+  /// it, on whichever thread it resumes. The loop must exist when the co_await begins.
+  [[nodiscard]] detail::LoopHop schedule(Priority priority = Priority::normal) noexcept {
+    return detail::LoopHop(*core_, priority, {});
+  }
+  /// As schedule(priority), with a stop token: once `stop_token` is stopped, a hop that has
+  /// not started on the loop completes with CancelledError thrown from the co_await, and the coroutine
+  /// does not run on the loop: already stopped at the co_await — at once, on the awaiting thread;
+  /// stopped while queued — on the thread that calls request_stop(), inside that call (its stop
+  /// callback resumes the coroutine). Stop and the loop's start are decided by one atomic
+  /// read-modify-write: exactly one of "resumed on the loop", CancelledError and ClosedError happens.
+  /// A hop with a token that can be stopped allocates one small node (a cancelled coroutine may end
+  /// while the node is still queued); with a default token this is schedule(priority), allocation-free.
+  /// (Two parameters, not an options struct: g++ 12 destroys a braced aggregate temporary with a
+  /// non-trivial member twice when it is an argument inside a co_await — `co_await
+  /// loop.schedule({.stop_token = t})` would release the token's state twice.)
+  [[nodiscard]] detail::LoopHop schedule(Priority priority, std::stop_token stop_token) noexcept {
+    return detail::LoopHop(*core_, priority, std::move(stop_token));
+  }
+  /// Any thread. A scheduler in the std::execution shape (see LoopScheduler, LoopSender in
+  /// xthread/schedule.hpp): its senders complete on the loop's thread, as tasks of `priority`, with
+  /// the closing rules of schedule(). Copyable; valid while the loop exists.
+  [[nodiscard]] LoopScheduler scheduler(Priority priority = Priority::normal) noexcept {
+    return LoopScheduler(*core_, priority);
   }
 
   /// Any thread. Runs `task` once on the loop thread when `delay` has passed, as a task of

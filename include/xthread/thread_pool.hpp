@@ -16,6 +16,7 @@
 
 #include "xthread/errors.hpp"
 #include "xthread/future.hpp"
+#include "xthread/schedule.hpp"  // schedule(), scheduler()
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/unique_function.hpp"
@@ -212,6 +213,41 @@ class ThreadPool {
 
   /// Any thread. True when called on one of this pool's worker threads (inside a task or a hook).
   [[nodiscard]] bool in_worker_thread() const noexcept;
+
+  // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) -----------------------------------------
+  /// Any thread. `co_await pool.schedule()` moves the awaiting coroutine (any coroutine type) onto a
+  /// worker: it is queued as a task (as post() would, so pause, drain, drop and stats().pending see
+  /// it) and resumes on the worker that takes it. The task is one pointer stored inline: no heap
+  /// allocation. An exception escaping the resumed coroutine (only a coroutine type that rethrows from
+  /// unhandled_exception lets one out) goes to Options::on_error. Closing: after shutdown() the
+  /// co_await throws ClosedError at once, on the awaiting thread; shutdown(Shutdown::drop) with the
+  /// hop queued resumes the coroutine with ClosedError thrown from the co_await on the thread calling
+  /// shutdown() (inside that call, outside the pool's locks; it must not call shutdown() again);
+  /// drain runs it on a worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
+  /// everything the coroutine did before the co_await is visible after it. The pool must exist when
+  /// the co_await begins, and until the awaiting thread has returned from it: the enqueue reads the
+  /// pool's wake-up state after a worker may already run the coroutine (docs/coroutines.md).
+  [[nodiscard]] detail::PoolHop schedule() noexcept { return detail::PoolHop(this, &enqueue_work, {}); }
+  /// As schedule(), with a stop token: a hop not yet started on a worker when `stop_token` is stopped
+  /// completes with CancelledError thrown from the co_await and never runs on the pool — at once if
+  /// already stopped, else on the thread calling request_stop(), inside that call. One atomic
+  /// read-modify-write decides between stop, a worker's start and a drop. A token that can be
+  /// stopped costs one small heap node per hop; a default one is schedule().
+  [[nodiscard]] detail::PoolHop schedule(std::stop_token stop_token) noexcept {
+    return detail::PoolHop(this, &enqueue_work, std::move(stop_token));
+  }
+  /// Any thread. A scheduler in the std::execution shape (see PoolScheduler, PoolSender in
+  /// xthread/schedule.hpp): its senders complete on a worker, with the closing rules of schedule().
+  /// Copyable; valid while the pool exists.
+  [[nodiscard]] PoolScheduler scheduler() noexcept { return PoolScheduler(this, &enqueue_work); }
+
+ private:
+  static bool enqueue_work(void* pool, detail::PoolResume&& task) {
+    return static_cast<ThreadPool*>(pool)->enqueue(detail::PoolTask(std::move(task)));
+  }
+
+ public:
+  // ---- end of coroutines ------------------------------------------------------------------------
 
   /// Stops the pool and joins every worker. drain: runs every task queued at the time; drop: destroys
   /// them unrun and returns how many. Later post() returns false; later submit() futures hold

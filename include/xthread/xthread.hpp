@@ -1,7 +1,8 @@
 // xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
-// ThreadSafeFunction, errors.
+// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors.
 #pragma once
 
+#include "xthread/coro.hpp"
 #include "xthread/errors.hpp"
 #include "xthread/event_loop.hpp"
 #include "xthread/future.hpp"
