@@ -59,7 +59,7 @@ TEST(AsioAsyncCall, UseAwaitableInsideAnIoContextCoroutine) {
   std::thread::id resumed_on;
   asio::co_spawn(context, [&]() -> asio::awaitable<void> {
     result = co_await xthread::async_call(twice, 21, asio::use_awaitable);
-    resumed_on = std::this_thread::get_id();
+    resumed_on = xthread_test::current_thread();
   }, asio::detached);
   run_bounded(context);
   EXPECT_EQ(result, 42);
@@ -184,7 +184,7 @@ TEST(AsioAsyncCall, IoContextOnAnotherThreadGetsItsHandlerThere) {
   asio::co_spawn(context, [&]() -> asio::awaitable<void> {
     int sum = 0;
     for (int i = 0; i < 100; ++i) sum += co_await xthread::async_call(twice, i, asio::use_awaitable);
-    got.set_value({std::this_thread::get_id(), sum});
+    got.set_value({xthread_test::current_thread(), sum});
   }, asio::detached);
   auto future = got.get_future();
   ASSERT_EQ(future.wait_for(10s), std::future_status::ready);

@@ -8,6 +8,7 @@
 #include <exception>
 #include <latch>
 #include <memory>
+#include <thread>
 
 #include "xthread/event_loop.hpp"
 
@@ -42,6 +43,15 @@ class LoopBlocker {
   std::shared_ptr<Latches> latches_ = std::make_shared<Latches>();
   bool released_ = false;
 };
+
+/// The calling thread's id, for code inside coroutines. std::this_thread::get_id() calls
+/// pthread_self(), which glibc declares `const`, so clang may reuse one call's result across a
+/// co_await that moved the coroutine to another thread; this function has a side effect clang
+/// cannot see through, so each call asks again.
+[[gnu::noinline]] inline std::thread::id current_thread() noexcept {
+  asm volatile("" ::: "memory");
+  return std::this_thread::get_id();
+}
 
 /// An eager coroutine that destroys its own frame when it ends: the smallest coroutine type, and one
 /// whose promise does not restrict await_transform.

@@ -64,7 +64,7 @@ struct Seen {
 
 template <class T, class Awaitable>
 Detached await_into(Seen<T>& seen, Awaitable awaitable_maker) {
-  seen.before = std::this_thread::get_id();
+  seen.before = xthread_test::current_thread();
   try {
     if constexpr (std::is_void_v<decltype(awaitable_maker().await_resume())>) {
       co_await awaitable_maker();
@@ -75,7 +75,7 @@ Detached await_into(Seen<T>& seen, Awaitable awaitable_maker) {
   } catch (...) {
     seen.error = std::current_exception();
   }
-  seen.after = std::this_thread::get_id();
+  seen.after = xthread_test::current_thread();
   seen.done.set_value();
 }
 
