@@ -295,33 +295,82 @@ TEST(ThreadSafeFunctionAsync, AwaitingLoopStoppedWithTheContinuationQueuedResume
   EXPECT_EQ(seen.after, home_thread);
 }
 
-TEST(ThreadSafeFunctionAsync, FullBoundedQueueBlocksTheAwaitingThreadUntilASlotFrees) {
+TEST(ThreadSafeFunctionAsync, FullBoundedQueueSuspendsTheCoroutineNotTheThread) {
   LoopThread worker{"async-bound"};
+  const std::thread::id worker_thread = thread_of(worker.loop());
   std::vector<int> order;  // loop thread only
   ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
     order.push_back(x);
     return x;
   }, {.max_queue = 1}};
   Seen<int> seen;
-  std::atomic<bool> await_returned{false};
-  std::thread awaiting;
   {
     LoopBlocker blocker(worker.loop());
     std::future<int> first = f.call(1);  // takes the only slot
-    awaiting = std::thread([&] {
-      pthread_setname_np(pthread_self(), "async-full");
-      await_into(seen, [&] { return f.async(2); });
-      await_returned.store(true);
-    });
-    ASSERT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("async-full"); }));
-    EXPECT_FALSE(await_returned.load());
+    await_into(seen, [&] { return f.async(2); });  // returns: the coroutine waits, this thread does not
+    EXPECT_EQ(seen.finished.wait_for(0s), std::future_status::timeout);
+    EXPECT_FALSE(f.try_call(3).has_value());  // the waiting call holds no slot yet, and the queue is full
     blocker.release();
     EXPECT_EQ(first.get(), 1);
   }
   ASSERT_TRUE(seen.wait());
-  awaiting.join();
   EXPECT_EQ(*seen.value, 2);
+  EXPECT_EQ(seen.after, worker_thread);
   EXPECT_EQ(worker.loop().invoke_sync([&] { return order; }), (std::vector<int>{1, 2}));
+}
+
+TEST(ThreadSafeFunctionAsync, FullBoundedQueueKeepsTheAwaitingLoopRunningAndAdmitsWaitersOldestFirst) {
+  LoopThread home{"async-home7"};
+  const std::thread::id home_thread = thread_of(home.loop());
+  LoopThread worker{"async-bound2"};
+  std::vector<int> order;  // loop thread only
+  ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
+    order.push_back(x);
+    return x;
+  }, {.max_queue = 1}};
+  constexpr int kWaiting = 5;
+  std::vector<Seen<int>> seen(kWaiting);
+  {
+    LoopBlocker blocker(worker.loop());
+    std::future<int> first = f.call(0);
+    for (int i = 0; i < kWaiting; ++i) {
+      ASSERT_TRUE(home.loop().post([&, i] { await_into(seen[i], [&, i] { return f.async(i + 1); }); }));
+    }
+    // The home loop is not stalled by its waiting coroutines: it still runs tasks.
+    EXPECT_EQ(home.loop().invoke_sync([] { return std::this_thread::get_id(); }), home_thread);
+    for (auto& one : seen) EXPECT_EQ(one.finished.wait_for(0s), std::future_status::timeout);
+  }
+  for (int i = 0; i < kWaiting; ++i) {
+    ASSERT_TRUE(seen[i].wait());
+    EXPECT_EQ(*seen[i].value, i + 1);
+    EXPECT_EQ(seen[i].after, home_thread);
+  }
+  EXPECT_EQ(worker.loop().invoke_sync([&] { return order; }), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+}
+
+TEST(ThreadSafeFunctionAsync, ClosingWhileWaitingForASlotGivesClosedError) {
+  for (const bool stop_loop : {false, true}) {
+    LoopThread worker{"async-bound3"};
+    std::atomic<int> runs{0};
+    ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) { return runs.fetch_add(1) + x; }, {.max_queue = 1}};
+    Seen<int> seen;
+    std::future<int> first;
+    {
+      LoopBlocker blocker(worker.loop());
+      first = f.call(1);
+      await_into(seen, [&] { return f.async(2); });
+      ASSERT_EQ(seen.finished.wait_for(0s), std::future_status::timeout);
+      if (stop_loop) {
+        worker.loop().stop();  // the queued call is discarded as run() leaves, freeing the slot
+      } else {
+        f.abort();  // refuses the waiter at once
+      }
+    }
+    ASSERT_TRUE(seen.wait()) << "stop_loop=" << stop_loop;
+    EXPECT_TRUE(seen.closed()) << "stop_loop=" << stop_loop;
+    EXPECT_THROW(first.get(), ClosedError);
+    EXPECT_EQ(runs.load(), 0);
+  }
 }
 
 TEST(ThreadSafeFunctionAsync, AsyncWithPriorityAndAtFront) {

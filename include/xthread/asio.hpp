@@ -134,8 +134,8 @@ auto async_call_from_tuple(ThreadSafeFunction<R(Args...)>& function, const std::
 ///
 /// Thread rule: any thread. The arguments are moved (or copied, for lvalues) into the operation at
 /// once, as call() does; the call is made when the operation is initiated (at once for a callback,
-/// at the co_await for use_awaitable). Every rule of ThreadSafeFunction::async holds (the bound: a
-/// full queue blocks the initiating thread as call() does; closing; priorities; ordering).
+/// at the co_await for use_awaitable). Every rule of ThreadSafeFunction::async holds (the bound: with
+/// a full queue the operation waits for a slot, no thread blocks; closing; priorities; ordering).
 ///
 /// Where the handler runs: on its associated executor (boost::asio::get_associated_executor; a
 /// plain callback has the system executor), never on f's loop thread unless that is the executor:

@@ -82,7 +82,8 @@ class ThreadSafeFunction;
 /// in flight — the thread that stopped or destroyed the loop.
 ///
 /// Coroutines: `R y = co_await f.async(x);` (or async_with(options, x)) is call() for a coroutine: no
-/// thread blocks and nothing is allocated; the call lives in the awaiting coroutine's frame. Every
+/// thread blocks (a full queue suspends the coroutine instead) and nothing is allocated; the call
+/// lives in the awaiting coroutine's frame. Every
 /// rule above (bound, closing, errors, priorities, ordering, memory ordering) holds for it. The
 /// coroutine resumes where it was running when it awaited — see Awaitable for the exact rule and
 /// docs/async-calls.md for why.
@@ -457,16 +458,20 @@ class ThreadSafeFunction<R(Args...)> {
 /// stopped — f's loop thread, or the thread that stopped the awaiting loop while discarding its queue.
 /// It is never resumed on a loop that will not run again.
 ///
-/// The queue bound (Options::max_queue): a full queue blocks the awaiting thread until a slot frees,
-/// exactly as call() does (the coroutine does not suspend for it). With the default unbounded queue
-/// this never happens. A loop thread awaiting a bounded, full function stalls its own loop meanwhile.
+/// The queue bound (Options::max_queue): with the queue full, the coroutine stays suspended until a
+/// slot frees — no thread blocks, the awaiting loop keeps running. Waiting awaits are admitted oldest
+/// first, by the thread that frees the slot (f's loop thread, as it takes a call off its queue), ahead
+/// of any thread blocked in call() / call_sync(); a new call() may still take a slot that frees before
+/// the waiters are admitted. Closing while waiting: ClosedError (the callee never ran), delivered as
+/// a value would be (posted to the awaiting loop, else inline on the thread that closed the function
+/// or stopped f's loop).
 ///
 /// Memory ordering: everything the coroutine did before co_await is visible to the callee; everything
 /// the callee did is visible to the coroutine after co_await. Destruction: the awaiting coroutine must
 /// not be destroyed while suspended in this co_await (the call is in flight and owns its frame's
 /// awaitable); the function's handles may all go away meanwhile (the call keeps its state alive).
 template <class R, class... Args>
-class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask {
+class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask, private detail::CallGate::Waiter {
  public:
   /// Movable until it is awaited (it holds only the arguments then); never move one being awaited.
   Awaitable(Awaitable&&) noexcept(std::is_nothrow_move_constructible_v<Arguments>) = default;
@@ -497,13 +502,16 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     return true;
   }
 
-  /// Admits and queues the call (blocking while a bounded queue is full, as call()). Returns false —
-  /// resume at once, ClosedError from await_resume — when the function is closing or the loop stopped.
+  /// Admits and queues the call, or — a bounded queue being full — queues the awaitable as a waiter
+  /// for a slot (the thread does not block). Returns false — resume at once, ClosedError from
+  /// await_resume — when the function is closing or the loop stopped.
   bool await_suspend(std::coroutine_handle<> continuation) {
     continuation_ = continuation;
     State& state = *state_;
     if (!stay_on_callee_) resume_site_ = detail::ResumeSite::here();
-    if (state.gate.enter() != detail::CallGate::Admission::admitted) {
+    const detail::CallGate::Admission admission = state.gate.enter_or_wait(*this);
+    if (admission == detail::CallGate::Admission::full) return true;  // a waiter now: not touched again here
+    if (admission != detail::CallGate::Admission::admitted) {
       resume_site_.reset();
       error_ = closed_error(closed_reason(state));
       return false;
@@ -559,6 +567,16 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     state.gate.dequeued();
     state.gate.completed();
     error_ = closed_error("EventLoop stopped before running the call");
+    go_back();
+  }
+
+  /// A slot freed for this waiting call (on the thread that freed it): queue it on f's loop.
+  bool on_admitted() noexcept override { return detail::loop_post(*state_->core, this, options_.priority, options_.at_front); }
+
+  /// The waiting call was refused: the function closed, or its loop stopped. ClosedError, delivered
+  /// as a value would be.
+  void on_refused() noexcept override {
+    error_ = closed_error(state_->gate.open() ? "EventLoop stopped" : closed_reason(*state_));
     go_back();
   }
 
