@@ -411,3 +411,32 @@ TEST(ThreadSafeFunctionAsync, HandlesMayGoAwayWhileTheCallIsInFlight) {
   EXPECT_EQ(*seen.value, 2);
   ASSERT_TRUE(xthread_test::eventually([&] { return finalized.load() == 1; }));
 }
+
+namespace {
+Detached await_stored(ThreadSafeFunction<int(int)>& f, Seen<int>& seen) {
+  auto never_awaited = f.async(100);  // makes no call
+  auto awaitable = f.async(1);
+  awaitable.resume_on_callee();  // the lvalue form
+  seen.before = xthread_test::current_thread();
+  seen.value.emplace(co_await awaitable);
+  seen.after = xthread_test::current_thread();
+  seen.done.set_value();
+}
+}  // namespace
+
+TEST(ThreadSafeFunctionAsync, StoredAwaitableAndOneNeverAwaited) {
+  LoopThread home{"async-home8"};
+  LoopThread callee{"async-callee8"};
+  const std::thread::id callee_thread = thread_of(callee.loop());
+  std::vector<int> seen_arguments;  // callee's loop thread only
+  ThreadSafeFunction<int(int)> f{callee.loop(), [&](int x) {
+    seen_arguments.push_back(x);
+    return x + 1;
+  }};
+  Seen<int> seen;
+  ASSERT_TRUE(home.loop().post([&] { await_stored(f, seen); }));
+  ASSERT_TRUE(seen.wait());
+  EXPECT_EQ(*seen.value, 2);
+  EXPECT_EQ(seen.after, callee_thread);
+  EXPECT_EQ(callee.loop().invoke_sync([&] { return seen_arguments; }), (std::vector<int>{1}));
+}

@@ -466,6 +466,9 @@ class ThreadSafeFunction<R(Args...)> {
 /// a value would be (posted to the awaiting loop, else inline on the thread that closed the function
 /// or stopped f's loop).
 ///
+/// Thread rule: made by async() on any thread, awaited once by one coroutine on any thread;
+/// resume_on_callee() before the co_await. The function's loop thread runs the callee, as for call().
+///
 /// Memory ordering: everything the coroutine did before co_await is visible to the callee; everything
 /// the callee did is visible to the coroutine after co_await. Destruction: the awaiting coroutine must
 /// not be destroyed while suspended in this co_await (the call is in flight and owns its frame's
@@ -485,7 +488,8 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     stay_on_callee_ = true;
     return std::move(*this);
   }
-  [[nodiscard]] Awaitable& resume_on_callee() & noexcept {
+  /// The same on a stored awaitable (`auto a = f.async(x); a.resume_on_callee(); co_await a;`).
+  Awaitable& resume_on_callee() & noexcept {
     stay_on_callee_ = true;
     return *this;
   }
