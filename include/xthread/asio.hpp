@@ -86,20 +86,23 @@ AsioCallOperation run_asio_call(Awaitable awaitable, Handler handler) {
   } catch (...) {
     error = std::current_exception();
   }
-  auto complete = [handler = std::move(handler), error, value = std::move(value)]() mutable {
+  // The work guard travels with the handler and is released on the executor, right after the
+  // handler: once the handler has run, nothing here refers to a tracked executor any more, so the
+  // user may destroy the io_context as soon as it sees the result.
+  auto executor = work.get_executor();  // the handler's own executor, untracked unless the handler's was
+  auto complete = [handler = std::move(handler), work = std::move(work), error, value = std::move(value)]() mutable {
     if constexpr (std::is_void_v<R>) {
       std::move(handler)(error);
     } else {
       std::move(handler)(error, std::move(value));
     }
+    work.reset();
   };
-  auto executor = work.get_executor();
   if (recorder.suspended) {
     boost::asio::dispatch(executor, std::move(complete));  // on f's loop thread: usually a post
   } else {
     boost::asio::post(executor, std::move(complete));  // completed inside async_call
   }
-  work.reset();
 }
 
 struct InitiateAsioCall {
