@@ -192,7 +192,6 @@ TEST(AsioAsyncCall, IoContextOnAnotherThreadGetsItsHandlerThere) {
   EXPECT_EQ(sum, 2 * 4950);
   EXPECT_EQ(thread, io_thread_expected);
   EXPECT_NE(thread, worker_thread);
-  guard.reset();
-  context.stop();
-  io_thread.join();
+  guard.reset();     // run() returns once the last operation released its work (never stop() here:
+  io_thread.join();  // the context must outlive every operation, see async_call)
 }

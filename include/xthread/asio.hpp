@@ -86,23 +86,23 @@ AsioCallOperation run_asio_call(Awaitable awaitable, Handler handler) {
   } catch (...) {
     error = std::current_exception();
   }
-  // The work guard travels with the handler and is released on the executor, right after the
-  // handler: once the handler has run, nothing here refers to a tracked executor any more, so the
-  // user may destroy the io_context as soon as it sees the result.
-  auto executor = work.get_executor();  // the handler's own executor, untracked unless the handler's was
-  auto complete = [handler = std::move(handler), work = std::move(work), error, value = std::move(value)]() mutable {
+  auto complete = [handler = std::move(handler), error, value = std::move(value)]() mutable {
     if constexpr (std::is_void_v<R>) {
       std::move(handler)(error);
     } else {
       std::move(handler)(error, std::move(value));
     }
-    work.reset();
   };
   if (recorder.suspended) {
-    boost::asio::dispatch(executor, std::move(complete));  // on f's loop thread: usually a post
+    boost::asio::dispatch(work.get_executor(), std::move(complete));  // on f's loop thread: usually a post
   } else {
-    boost::asio::post(executor, std::move(complete));  // completed inside async_call
+    boost::asio::post(work.get_executor(), std::move(complete));  // completed inside async_call
   }
+  // Released only now, after the hand-off has returned: an io_context's run() cannot return (and the
+  // context be destroyed) while this thread may still be inside its post. Asio's rule for any
+  // operation: destroy the io_context after run() returned by itself, not after stop() with
+  // operations in flight.
+  work.reset();
 }
 
 struct InitiateAsioCall {
@@ -144,8 +144,10 @@ auto async_call_from_tuple(ThreadSafeFunction<R(Args...)>& function, const std::
 /// plain callback has the system executor), never on f's loop thread unless that is the executor:
 /// dispatched from f's loop thread after the callee, or posted when the operation completed inside
 /// async_call (closed function, or called on f's own loop thread). The executor's outstanding work is
-/// tracked from initiation until the handler was handed to it, so `io_context::run()` does not return
-/// in between. Memory ordering: everything before async_call is visible to the callee; everything the
+/// tracked from initiation until the handler has been handed to it, so `io_context::run()` does not
+/// return in between. Destruction: as for any Asio operation, the io_context must outlive it — the
+/// operation is over once run() may return (the work count), which can be just after the handler
+/// ran; destroying a context that was stop()ped with operations in flight is not safe. Memory ordering: everything before async_call is visible to the callee; everything the
 /// callee did is visible to the handler. Cost: one allocation per operation (its frame; the handler's
 /// associated allocator is not used), besides what the token itself allocates.
 template <class R, class... Args, class... ArgumentsThenToken>
