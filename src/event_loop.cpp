@@ -876,6 +876,7 @@ CallerLoop calling_thread_loop() noexcept {
   LoopCore* const loop = core.get();
   return CallerLoop{loop, std::move(core)};
 }
+std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }  // always make_shared
 bool loop_begin_wait(LoopCore& caller, const LoopCore& target) { return LoopCore::begin_wait(caller, target); }
 void loop_end_wait(LoopCore& caller) noexcept { LoopCore::end_wait(caller); }
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }

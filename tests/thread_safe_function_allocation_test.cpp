@@ -2,10 +2,15 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <coroutine>
+#include <exception>
+#include <future>
 #include <cstdlib>
 #include <new>
 #include <thread>
 
+#include "async_support.hpp"
 #include "counting_operator_new.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/thread_safe_function.hpp"
@@ -54,4 +59,43 @@ TEST(ThreadSafeFunctionAllocations, CallWithAndCallSyncWithAllocateNothingPerCal
   counting.store(false);
   EXPECT_EQ(sum, kCalls * (kCalls - 1) + 3 * kCalls);
   EXPECT_EQ(allocations.load(), 0) << "heap allocations during " << 2 * kCalls << " calls";
+}
+
+namespace {
+
+/// Awaits `calls` round trips, counting allocations from the first awaited call on (the frame is
+/// allocated before), then sets `done` with the sum.
+xthread_test::Detached await_calls(xthread::ThreadSafeFunction<long(long, long)>& add, long calls, xthread::CallOptions options,
+                     std::promise<long>& done) {
+  long sum = 0;
+  for (long i = 0; i < 1000; ++i) sum += co_await add.async_with(options, i, 1);  // warm-up
+  sum = 0;
+  allocations.store(0);
+  counting.store(true);
+  for (long i = 0; i < calls; ++i) sum += co_await add.async_with(options, i, 1);
+  counting.store(false);
+  done.set_value(sum);
+}
+}  // namespace
+
+TEST(ThreadSafeFunctionAllocations, AsyncAllocatesNothingPerCall) {
+  xthread::LoopThread home{"alloc-home"};
+  xthread::LoopThread worker{"alloc-loop-async"};
+  xthread::ThreadSafeFunction<long(long, long)> add{worker.loop(), [](long a, long b) { return a + b; }};
+  constexpr long kCalls = 10'000;
+  const xthread::CallOptions urgent{.priority = xthread::Priority::high, .at_front = true};
+  // On a loop, each call is two hops (there and back to the awaiting loop). From a plain thread the
+  // coroutine resumes on f's loop after the first call, so the later calls run inline there.
+  for (const bool on_loop : {true, false}) {
+    std::promise<long> done;
+    std::future<long> sum = done.get_future();
+    if (on_loop) {
+      ASSERT_TRUE(home.loop().post([&] { await_calls(add, kCalls, urgent, done); }));
+    } else {
+      await_calls(add, kCalls, urgent, done);
+    }
+    ASSERT_EQ(sum.wait_for(std::chrono::seconds{30}), std::future_status::ready);
+    EXPECT_EQ(sum.get(), kCalls * (kCalls - 1) / 2 + kCalls);
+    EXPECT_EQ(allocations.load(), 0) << "heap allocations during " << kCalls << " awaited calls, on_loop=" << on_loop;
+  }
 }

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "async_support.hpp"
 #include "loop_hosts.hpp"
 #include "test_support.hpp"
 #include "xthread/loop_thread.hpp"
@@ -26,37 +27,11 @@ using xthread::EventLoop;
 using xthread::LoopThread;
 using xthread::ThreadSafeFunction;
 using xthread_test::drive;
+using xthread_test::LoopBlocker;
 using xthread_test::RunningLoop;
 
 namespace {
 
-/// Blocks a loop inside a task until released, so tests can fill its queue deterministically. The
-/// latches are shared with the task, so the blocker may be destroyed while the task is still leaving.
-class LoopBlocker {
- public:
-  explicit LoopBlocker(EventLoop& loop) {
-    EXPECT_TRUE(loop.post([latches = latches_] {
-      latches->entered.count_down();
-      latches->release.wait();
-    }));
-    latches_->entered.wait();
-  }
-  ~LoopBlocker() { release(); }
-  void release() {
-    if (!released_) {
-      released_ = true;
-      latches_->release.count_down();
-    }
-  }
-
- private:
-  struct Latches {
-    std::latch entered{1};
-    std::latch release{1};
-  };
-  std::shared_ptr<Latches> latches_ = std::make_shared<Latches>();
-  bool released_ = false;
-};
 
 struct CopyCounter {
   static inline std::atomic<int> copies{0};

@@ -27,4 +27,11 @@ inline constexpr std::chrono::microseconds kIdleGap{200};
 /// Busy-waits `gap` so the measuring thread stays on its CPU but the other side parks.
 void wait_gap(std::chrono::nanoseconds gap);
 
+/// Inside a benchmark's loop: kIdleGap with the timer paused, before an "idle" round trip.
+inline void idle_gap(benchmark::State& state) {
+  state.PauseTiming();
+  wait_gap(kIdleGap);
+  state.ResumeTiming();
+}
+
 }  // namespace xthread_micro

@@ -1,16 +1,30 @@
 // Round trips between two threads: the floors (spin and futex ping-pong) and xthread's call_sync /
 // call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back);
 // call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);
-// and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run().
+// and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run();
+// a coroutine on a loop awaiting f.async() (RoundTrip_AsyncAwait, the coroutine form of call_sync);
+// and, for reference, an Asio coroutine hopping to another io_context and back (Hop_AsioPostAwaitable).
 //
 //   ./xthread-micro --benchmark_filter=RoundTrip --benchmark_repetitions=9 \
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
 #include <sys/epoll.h>
 #include <unistd.h>
 
+#include <utility>  // before Boost 1.74's awaitable.hpp, which uses std::exchange without including it
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <atomic>
 #include <cmath>
 #include <chrono>
+#include <coroutine>
+#include <exception>
+#include <future>
 #include <optional>
 #include <string>
 #include <thread>
@@ -40,11 +54,7 @@ void RoundTrip_AtomicWaitFloor(benchmark::State& state, bool idle) {
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
-    if (idle) {
-      state.PauseTiming();
-      xthread_micro::wait_gap(xthread_micro::kIdleGap);
-      state.ResumeTiming();
-    }
+    if (idle) xthread_micro::idle_gap(state);
     const auto start = Clock::now();
     ball.store(value + 1, std::memory_order_release);
     ball.notify_one();
@@ -94,11 +104,7 @@ void measure_call_sync(benchmark::State& state, xthread::EventLoop& loop, bool i
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
-    if (idle) {
-      state.PauseTiming();
-      xthread_micro::wait_gap(xthread_micro::kIdleGap);
-      state.ResumeTiming();
-    }
+    if (idle) xthread_micro::idle_gap(state);
     const auto start = Clock::now();
     value = options ? increment.call_sync_with(*options, value) : increment.call_sync(value);
     samples.add(Clock::now() - start);
@@ -207,6 +213,74 @@ void RoundTrip_InThreadConcat1MB(benchmark::State& state) {
   samples.report(state);
 }
 
+/// An eager coroutine that destroys its own frame when it ends.
+struct Detached {
+  struct promise_type {
+    Detached get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
+
+/// The benchmark's iteration loop, run by a coroutine on `home`'s thread: each iteration awaits one
+/// call into another loop and is resumed back on `home` (the default resume rule) — call_sync's round
+/// trip, with the waiting side a loop instead of a blocked thread.
+Detached await_round_trips(benchmark::State& state, xthread::ThreadSafeFunction<int(int)>& increment, bool idle,
+                           LatencySamples& samples, std::promise<int>& done) {
+  int value = 0;
+  for (auto _ : state) {
+    if (idle) xthread_micro::idle_gap(state);
+    const auto start = Clock::now();
+    value = co_await increment.async(value);
+    samples.add(Clock::now() - start);
+  }
+  done.set_value(value);
+}
+
+void RoundTrip_AsyncAwait(benchmark::State& state, bool idle) {
+  xthread::LoopThread home{"micro-home"};
+  xthread::LoopThread worker{"micro-loop"};
+  xthread::ThreadSafeFunction<int(int)> increment{worker.loop(), [](int x) { return x + 1; }};
+  LatencySamples samples;
+  std::promise<int> done;
+  std::future<int> finished = done.get_future();
+  if (!home.loop().post([&] { await_round_trips(state, increment, idle, samples, done); })) {
+    state.SkipWithError("home loop stopped");
+    return;
+  }
+  benchmark::DoNotOptimize(finished.get());
+  samples.report(state);
+}
+
+/// Asio's coroutine hop for reference: an awaitable on io_context A posts itself to io_context B's
+/// thread and back (`co_await asio::post(executor, use_awaitable)` twice). One iteration = there and
+/// back, two hops, comparable to one round trip above.
+boost::asio::awaitable<void> hop_round_trips(benchmark::State& state, boost::asio::io_context& home,
+                                             boost::asio::io_context& other, bool idle, LatencySamples& samples) {
+  for (auto _ : state) {
+    if (idle) xthread_micro::idle_gap(state);
+    const auto start = Clock::now();
+    co_await boost::asio::post(other.get_executor(), boost::asio::use_awaitable);
+    co_await boost::asio::post(home.get_executor(), boost::asio::use_awaitable);
+    samples.add(Clock::now() - start);
+  }
+}
+
+void Hop_AsioPostAwaitable(benchmark::State& state, bool idle) {
+  boost::asio::io_context home(1);
+  boost::asio::io_context other(1);
+  auto keep_other = boost::asio::make_work_guard(other);
+  std::thread other_thread([&] { other.run(); });
+  LatencySamples samples;
+  boost::asio::co_spawn(home, hop_round_trips(state, home, other, idle, samples), boost::asio::detached);
+  home.run();  // this thread is io_context A's until the loop ends
+  keep_other.reset();
+  other_thread.join();
+  samples.report(state);
+}
+
 }  // namespace
 
 BENCHMARK(RoundTrip_SpinFloor)->UseRealTime()->Iterations(20'000);
@@ -220,5 +294,9 @@ BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, hot, false)->UseRealTime()->Ite
 BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call_with, true)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, hot, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, idle, true)->UseRealTime()->Iterations(2'000);
+BENCHMARK_CAPTURE(Hop_AsioPostAwaitable, hot, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(Hop_AsioPostAwaitable, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK(RoundTrip_CallSyncConcat1MB)->UseRealTime()->Iterations(300);
 BENCHMARK(RoundTrip_InThreadConcat1MB)->UseRealTime()->Iterations(300);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <coroutine>
 #include <cstddef>
 #include <exception>
 #include <functional>
@@ -22,6 +23,7 @@
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/recycling_pool.hpp"
+#include "xthread/detail/resume_site.hpp"
 #include "xthread/detail/unique_function.hpp"
 #include "xthread/event_loop.hpp"
 
@@ -78,6 +80,13 @@ class ThreadSafeFunction;
 /// it runs instead on the thread that finished closing the function: the one that released the last
 /// reference, called abort() or destroyed the last handle, or — when a queued call was the last thing
 /// in flight — the thread that stopped or destroyed the loop.
+///
+/// Coroutines: `R y = co_await f.async(x);` (or async_with(options, x)) is call() for a coroutine: no
+/// thread blocks (a full queue suspends the coroutine instead) and nothing is allocated; the call
+/// lives in the awaiting coroutine's frame. Every
+/// rule above (bound, closing, errors, priorities, ordering, memory ordering) holds for it. The
+/// coroutine resumes where it was running when it awaited — see Awaitable for the exact rule and
+/// docs/async-calls.md for why.
 ///
 /// Handles are copyable and share one function; references are counted separately, Node-style.
 /// Destroying the last handle releases any references left (queued calls still run, then the
@@ -189,6 +198,26 @@ class ThreadSafeFunction<R(Args...)> {
       return std::nullopt;
     }
     return post_async(CallOptions{state.priority, false}, std::forward<U>(arguments)...);
+  }
+
+  class Awaitable;
+
+  /// Any thread, inside a coroutine: `R y = co_await f.async(arguments...)`. The arguments are
+  /// moved (or copied, for lvalues) into the returned awaitable at once, as call() does, so it never
+  /// refers to the caller's temporaries; the call itself is made when the awaitable is co_awaited
+  /// (an awaitable never awaited makes no call). See Awaitable for where the coroutine resumes,
+  /// closing and the queue bound. The awaitable holds the function's shared state, not a handle: it
+  /// keeps the function alive, not open.
+  template <class... U>
+  [[nodiscard]] Awaitable async(U&&... arguments) {
+    return async_with(CallOptions{owner_->state->priority, false}, std::forward<U>(arguments)...);
+  }
+
+  /// async() with this call's own priority and queue position (see call_with).
+  template <class... U>
+  [[nodiscard]] Awaitable async_with(CallOptions options, U&&... arguments) {
+    static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
+    return Awaitable(owner_->state, options, std::forward<U>(arguments)...);
   }
 
   /// Any thread. Adds a reference. Throws ClosedError if the function is already closing.
@@ -321,16 +350,7 @@ class ThreadSafeFunction<R(Args...)> {
       if (state->gate.aborted()) {
         error = std::make_exception_ptr(ClosedError("ThreadSafeFunction aborted"));
       } else {
-        try {
-          if constexpr (std::is_void_v<R>) {
-            std::apply([this](auto&... a) { state->callee(static_cast<Args&&>(a)...); }, stored);
-            value.emplace('\0');
-          } else {
-            value.emplace(std::apply([this](auto&... a) -> R { return state->callee(static_cast<Args&&>(a)...); }, stored));
-          }
-        } catch (...) {
-          error = detail::callee_exception();
-        }
+        invoke_stored(*state, stored, value, error);
       }
       state->gate.completed();
       try {
@@ -384,7 +404,21 @@ class ThreadSafeFunction<R(Args...)> {
     return future;
   }
 
-  static std::string closed_reason(const State& state) {
+  template <class Value>
+  static void invoke_stored(State& state, Arguments& stored, std::optional<Value>& value, std::exception_ptr& error) noexcept {
+    try {
+      if constexpr (std::is_void_v<R>) {
+        std::apply([&state](auto&... a) { state.callee(static_cast<Args&&>(a)...); }, stored);
+        value.emplace('\0');
+      } else {
+        value.emplace(std::apply([&state](auto&... a) -> R { return state.callee(static_cast<Args&&>(a)...); }, stored));
+      }
+    } catch (...) {
+      error = detail::callee_exception();
+    }
+  }
+
+  static const char* closed_reason(const State& state) noexcept {
     return state.gate.aborted() ? "ThreadSafeFunction aborted" : "ThreadSafeFunction released or its loop stopped";
   }
 
@@ -395,6 +429,188 @@ class ThreadSafeFunction<R(Args...)> {
   }
 
   std::shared_ptr<Owner> owner_;
+};
+
+/// What async() / async_with() return: an awaitable that carries the whole call (arguments, result,
+/// and the loop task that runs it) inside the awaiting coroutine's frame. Await it at most once:
+/// `co_await f.async(x)`, or keep it in a local first (`auto a = f.async(x); co_await a;`).
+///
+/// Where the coroutine resumes (the default, against "loop hijacking": the rest of a coroutine never
+/// silently moves onto the callee's thread):
+///  - awaited on an EventLoop's thread (inside run() or run_ready(), or a thread hosting an open loop
+///    between run_ready() calls): the continuation is posted back to that loop, as a normal-priority
+///    task, after the callee returned;
+///  - awaited on any other thread (a plain thread; also, for now, a ThreadPool worker — the pool does
+///    not yet tell a thread which pool it belongs to): resumes inline on f's loop thread right after
+///    the callee, as if the rest of the coroutine were part of the call;
+///  - awaited on f's own loop thread: the callee runs inline at once, without suspending (as
+///    call_sync does there, bound waived), and the coroutine simply continues;
+///  - `co_await f.async(x).resume_on_callee()`: resumes inline on f's loop thread whatever thread
+///    awaited (the explicit way to stay on the callee's thread).
+/// When the call never reached the callee: ClosedError is thrown from co_await. If the function is
+/// already closed, or the loop already stopped, when the coroutine awaits, the coroutine does not
+/// suspend (it continues on its own thread); if f's loop stops while the call is queued, the
+/// ClosedError takes the same way back as a value would (posted to the awaiting loop, else inline on
+/// the thread that stopped f's loop).
+/// If the awaiting loop has stopped when the call completes (or stops while the continuation waits
+/// in its queue), the coroutine is still resumed, never leaked or dropped: at once, with the call's
+/// outcome (its value or exception, since the callee did run), on the thread that found the loop
+/// stopped — f's loop thread, or the thread that stopped the awaiting loop while discarding its queue.
+/// It is never resumed on a loop that will not run again.
+///
+/// The queue bound (Options::max_queue): with the queue full, the coroutine stays suspended until a
+/// slot frees — no thread blocks, the awaiting loop keeps running. Waiting awaits are admitted oldest
+/// first, by the thread that frees the slot (f's loop thread, as it takes a call off its queue), ahead
+/// of any thread blocked in call() / call_sync(); a new call() may still take a slot that frees before
+/// the waiters are admitted. Closing while waiting: ClosedError (the callee never ran), delivered as
+/// a value would be (posted to the awaiting loop, else inline on the thread that closed the function
+/// or stopped f's loop).
+///
+/// Thread rule: made by async() on any thread, awaited once by one coroutine on any thread;
+/// resume_on_callee() before the co_await. The function's loop thread runs the callee, as for call().
+///
+/// Memory ordering: everything the coroutine did before co_await is visible to the callee; everything
+/// the callee did is visible to the coroutine after co_await. Destruction: the awaiting coroutine must
+/// not be destroyed while suspended in this co_await (the call is in flight and owns its frame's
+/// awaitable); the function's handles may all go away meanwhile (the call keeps its state alive).
+template <class R, class... Args>
+class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask, private detail::CallGate::Waiter {
+ public:
+  /// Movable until it is awaited (it holds only the arguments then); never move one being awaited.
+  Awaitable(Awaitable&&) noexcept(std::is_nothrow_move_constructible_v<Arguments>) = default;
+  Awaitable(const Awaitable&) = delete;
+  Awaitable& operator=(const Awaitable&) = delete;
+  Awaitable& operator=(Awaitable&&) = delete;
+  ~Awaitable() = default;
+
+  /// Resume on f's loop thread after the callee, wherever the coroutine awaited (see the class).
+  [[nodiscard]] Awaitable resume_on_callee() && noexcept(std::is_nothrow_move_constructible_v<Arguments>) {
+    stay_on_callee_ = true;
+    return std::move(*this);
+  }
+  /// The same on a stored awaitable (`auto a = f.async(x); a.resume_on_callee(); co_await a;`).
+  Awaitable& resume_on_callee() & noexcept {
+    stay_on_callee_ = true;
+    return *this;
+  }
+
+  /// On f's own loop thread: runs the callee inline and does not suspend. Elsewhere: false.
+  bool await_ready() noexcept {
+    State& state = *state_;
+    if (!detail::loop_in_thread(*state.core)) return false;
+    if (!state.gate.open()) {
+      error_ = closed_error(closed_reason(state));
+      return true;
+    }
+    invoke_stored(state, stored_, value_, error_);
+    return true;
+  }
+
+  /// Admits and queues the call, or — a bounded queue being full — queues the awaitable as a waiter
+  /// for a slot (the thread does not block). Returns false — resume at once, ClosedError from
+  /// await_resume — when the function is closing or the loop stopped.
+  bool await_suspend(std::coroutine_handle<> continuation) {
+    continuation_ = continuation;
+    State& state = *state_;
+    if (!stay_on_callee_) resume_site_ = detail::ResumeSite::here();
+    const detail::CallGate::Admission admission = state.gate.enter_or_wait(*this);
+    if (admission == detail::CallGate::Admission::full) return true;  // a waiter now: not touched again here
+    if (admission != detail::CallGate::Admission::admitted) {
+      resume_site_.reset();
+      error_ = closed_error(closed_reason(state));
+      return false;
+    }
+    if (!detail::loop_post(*state.core, this, options_.priority, options_.at_front)) {
+      state.gate.cancel_admission();
+      resume_site_.reset();
+      error_ = closed_error("EventLoop stopped");
+      return false;
+    }
+    return true;  // the loop owns *this now: not touched again here (it may already be resumed)
+  }
+
+  /// The callee's value; rethrows its exception (see Errors in ThreadSafeFunction) or ClosedError.
+  R await_resume() {
+    if (error_) std::rethrow_exception(error_);
+    if constexpr (!std::is_void_v<R>) return std::move(*value_);
+  }
+
+ private:
+  friend class ThreadSafeFunction;
+
+  template <class... U>
+  Awaitable(std::shared_ptr<State> state, CallOptions options, U&&... arguments)
+      : state_(std::move(state)), options_(options), stored_(std::forward<U>(arguments)...) {}
+
+  /// First run, on f's loop: the call. Second run (only when posted back), on the awaiting loop:
+  /// the continuation.
+  void run(detail::LoopCore& /*core*/) noexcept override {
+    if (phase_ == Phase::resuming) {
+      continuation_.resume();  // last touch of *this
+      return;
+    }
+    State& state = *state_;
+    state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
+    if (state.gate.aborted()) {
+      error_ = closed_error("ThreadSafeFunction aborted");
+    } else {
+      invoke_stored(state, stored_, value_, error_);
+    }
+    state.gate.completed();  // the call is over; the state stays alive through state_
+    go_back();
+  }
+
+  /// f's loop stopped with the call queued (ClosedError), or the awaiting loop stopped with the
+  /// continuation queued (resume here, with the call's outcome).
+  void discard() noexcept override {
+    if (phase_ == Phase::resuming) {
+      continuation_.resume();
+      return;
+    }
+    State& state = *state_;
+    state.gate.dequeued();
+    state.gate.completed();
+    error_ = closed_error("EventLoop stopped before running the call");
+    go_back();
+  }
+
+  /// A slot freed for this waiting call (on the thread that freed it): queue it on f's loop.
+  bool on_admitted() noexcept override { return detail::loop_post(*state_->core, this, options_.priority, options_.at_front); }
+
+  /// The waiting call was refused: the function closed, or its loop stopped. ClosedError, delivered
+  /// as a value would be.
+  void on_refused() noexcept override {
+    error_ = closed_error(state_->gate.open() ? "EventLoop stopped" : closed_reason(*state_));
+    go_back();
+  }
+
+  /// Sends the coroutine back to its resume site, or resumes it here (no site, or the site's loop
+  /// stopped). Last touch of *this either way.
+  void go_back() noexcept {
+    phase_ = Phase::resuming;  // written before the post: the loop's mutex publishes it with the task
+    if (resume_site_.post(*this, Priority::normal)) return;
+    continuation_.resume();
+  }
+
+  static std::exception_ptr closed_error(const char* reason) noexcept {
+    try {
+      return std::make_exception_ptr(ClosedError(reason));
+    } catch (...) {
+      return std::current_exception();  // bad_alloc building the message
+    }
+  }
+
+  enum class Phase : unsigned char { calling, resuming };
+
+  std::shared_ptr<State> state_;
+  CallOptions options_;
+  Arguments stored_;
+  std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value_;
+  std::exception_ptr error_;
+  std::coroutine_handle<> continuation_;
+  detail::ResumeSite resume_site_;
+  Phase phase_ = Phase::calling;
+  bool stay_on_callee_ = false;
 };
 
 }  // namespace xthread

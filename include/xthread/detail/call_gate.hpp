@@ -25,6 +25,29 @@ class CallGate {
  public:
   enum class Admission { admitted, full, closing };
 
+  /// A producer that waits for a queue slot without a thread (ThreadSafeFunction::async): queued by
+  /// enter_or_wait(), then told once, outside the gate's lock, by the thread that freed a slot or
+  /// closed the gate. The waiter must stay alive until one of its two calls has started.
+  class Waiter {
+   public:
+    /// It was admitted (counts as queued and in flight). Return true once the call is handed to the
+    /// loop; false when it could not be (the loop stopped): the gate then undoes the admission and
+    /// calls on_refused().
+    virtual bool on_admitted() noexcept = 0;
+    /// Never admitted (the gate closed) or its post failed. Last call on the waiter.
+    virtual void on_refused() noexcept = 0;
+
+   protected:
+    Waiter() = default;
+    ~Waiter() = default;
+    Waiter(const Waiter&) = default;
+    Waiter& operator=(const Waiter&) = default;
+
+   private:
+    friend class CallGate;
+    Waiter* next_waiter_ = nullptr;  // guarded by the gate's mutex_ while queued
+  };
+
   /// `on_drained` runs once, on the thread that makes the gate both closing and empty of in-flight
   /// calls (see close() / completed()). It must not throw.
   CallGate(std::size_t max_queue, std::function<void()> on_drained);
@@ -36,6 +59,10 @@ class CallGate {
   Admission try_enter(bool ignore_bound = false) noexcept;
   /// Any thread. Blocks while the queue is full. Returns admitted or closing.
   Admission enter() XTHREAD_EXCLUDES(mutex_);
+  /// Any thread; never blocks. Admitted or closing at once, as enter(); or `full`: `waiter` is queued
+  /// (FIFO among waiters) and later gets exactly one on_admitted() / on_refused(), on the thread that
+  /// frees a slot (dequeued) or closes the gate — possibly before this call has returned.
+  Admission enter_or_wait(Waiter& waiter) XTHREAD_EXCLUDES(mutex_);
   /// The loop took an admitted call off its queue: frees its queue slot and wakes blocked producers.
   void dequeued() noexcept XTHREAD_EXCLUDES(mutex_);
   /// An admitted call is over (ran, or failed without running). May run on_drained.
@@ -64,6 +91,7 @@ class CallGate {
 
  private:
   // Layout of state_: bits 0..29 queued calls, bits 30..60 in-flight calls, then three flags.
+  // kWaiters: some producer waits for a slot (asleep on space_, or queued as a Waiter).
   static constexpr std::uint64_t kQueuedOne = 1;
   static constexpr std::uint64_t kQueuedMask = (std::uint64_t{1} << 30) - 1;
   static constexpr unsigned kInFlightShift = 30;
@@ -80,12 +108,18 @@ class CallGate {
   void close(bool aborting) noexcept XTHREAD_EXCLUDES(mutex_);
   void wake_waiters() noexcept XTHREAD_EXCLUDES(mutex_);
 
+  /// cancel_admission() without waking anyone (wake_waiters' own undo of a failed post).
+  void undo_admission() noexcept;
+
   const std::size_t max_queue_;  // 0 = unbounded
   std::function<void()> on_drained_;
   std::atomic<std::uint64_t> state_{0};
-  Mutex mutex_;  // guards references_; blocked producers wait on space_ with it
+  Mutex mutex_;  // guards references_ and the waiter list; blocked producers wait on space_ with it
   std::condition_variable space_;
   std::size_t references_ XTHREAD_GUARDED_BY(mutex_) = 1;
+  // Producers waiting without a thread, oldest first. Non-empty implies kWaiters is set in state_.
+  Waiter* waiters_head_ XTHREAD_GUARDED_BY(mutex_) = nullptr;
+  Waiter* waiters_tail_ XTHREAD_GUARDED_BY(mutex_) = nullptr;
 };
 
 }  // namespace xthread::detail

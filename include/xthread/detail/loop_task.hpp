@@ -119,6 +119,9 @@ struct CallerLoop {
   std::shared_ptr<LoopCore> keep_alive;
 };
 [[nodiscard]] CallerLoop calling_thread_loop() noexcept;
+/// Any thread. A reference that keeps `core` alive, e.g. to post to it later from another thread (a
+/// coroutine's way back to the loop it awaited on: ThreadSafeFunction::async).
+[[nodiscard]] std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept;
 /// Deadlock detection for synchronous calls between loops (see LoopCore::begin_wait / end_wait).
 [[nodiscard]] bool loop_begin_wait(LoopCore& caller, const LoopCore& target);
 void loop_end_wait(LoopCore& caller) noexcept;

@@ -1,0 +1,197 @@
+// <xthread/asio.hpp>: xthread::async_call with Debian's Boost.Asio — use_awaitable inside an
+// io_context coroutine, a plain callback, use_future; the callee's exception; ClosedError; and the
+// associated-executor rule (the handler runs on the io_context's thread, with its work tracked).
+#include "xthread/asio.hpp"
+
+#include <gtest/gtest.h>
+
+#include <boost/asio/bind_executor.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+
+#include "async_support.hpp"
+#include "xthread/loop_thread.hpp"
+
+using namespace std::chrono_literals;
+using xthread::ClosedError;
+using xthread::LoopThread;
+using xthread::ThreadSafeFunction;
+namespace asio = boost::asio;
+
+namespace {
+
+std::thread::id thread_of(xthread::EventLoop& loop) {
+  return loop.invoke_sync([] { return std::this_thread::get_id(); });
+}
+
+/// Runs `context` on this thread until it runs out of work, failing the test if that takes longer
+/// than `limit` (run_for returns when the time is up).
+void run_bounded(asio::io_context& context, std::chrono::seconds limit = 10s) {
+  const auto start = std::chrono::steady_clock::now();
+  context.run_for(limit);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, limit) << "io_context still had work after " << limit.count() << " s";
+}
+
+}  // namespace
+
+TEST(AsioAsyncCall, UseAwaitableInsideAnIoContextCoroutine) {
+  LoopThread worker{"asio-await"};
+  const std::thread::id worker_thread = thread_of(worker.loop());
+  std::thread::id callee_thread;
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [&](int x) {
+    callee_thread = std::this_thread::get_id();
+    return 2 * x;
+  }};
+  asio::io_context context;
+  int result = 0;
+  std::thread::id resumed_on;
+  asio::co_spawn(context, [&]() -> asio::awaitable<void> {
+    result = co_await xthread::async_call(twice, 21, asio::use_awaitable);
+    resumed_on = xthread_test::current_thread();
+  }, asio::detached);
+  run_bounded(context);
+  EXPECT_EQ(result, 42);
+  EXPECT_EQ(callee_thread, worker_thread);
+  EXPECT_EQ(resumed_on, std::this_thread::get_id());  // the io_context's thread, not the callee's
+}
+
+TEST(AsioAsyncCall, UseAwaitableRethrowsTheCalleesExceptionAndClosedError) {
+  LoopThread worker{"asio-throw"};
+  ThreadSafeFunction<int(int)> fails{worker.loop(), [](int) -> int { throw std::runtime_error("callee failed"); }};
+  ThreadSafeFunction<void(std::string)> aborted{worker.loop(), [](const std::string&) {}};
+  aborted.abort();
+  asio::io_context context;
+  bool runtime_error = false;
+  bool closed = false;
+  asio::co_spawn(context, [&]() -> asio::awaitable<void> {
+    try {
+      co_await xthread::async_call(fails, 1, asio::use_awaitable);
+    } catch (const std::runtime_error& error) {
+      runtime_error = std::string(error.what()) == "callee failed";
+    }
+    try {
+      co_await xthread::async_call(aborted, std::string("x"), asio::use_awaitable);
+    } catch (const ClosedError&) {
+      closed = true;
+    }
+  }, asio::detached);
+  run_bounded(context);
+  EXPECT_TRUE(runtime_error);
+  EXPECT_TRUE(closed);
+}
+
+TEST(AsioAsyncCall, CallbackBoundToAnIoContextRunsThereWithItsWorkTracked) {
+  LoopThread worker{"asio-callback"};
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  asio::io_context context;
+  std::exception_ptr error;
+  int value = 0;
+  std::thread::id handler_thread;
+  {
+    xthread_test::LoopBlocker blocker(worker.loop());  // the call cannot complete before run() starts
+    xthread::async_call(twice, 5, asio::bind_executor(context, [&](std::exception_ptr e, int v) {
+      error = e;
+      value = v;
+      handler_thread = std::this_thread::get_id();
+    }));
+  }
+  // No other work: run() returns at once unless async_call tracks work on the handler's executor.
+  run_bounded(context);
+  EXPECT_FALSE(error);
+  EXPECT_EQ(value, 10);
+  EXPECT_EQ(handler_thread, std::this_thread::get_id());
+}
+
+TEST(AsioAsyncCall, PlainCallbackGetsTheValueOrTheError) {
+  LoopThread worker{"asio-plain"};
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  std::promise<std::pair<std::exception_ptr, int>> got;
+  xthread::async_call(twice, 4, [&](std::exception_ptr e, int v) { got.set_value({e, v}); });
+  auto future = got.get_future();
+  ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+  auto [error, value] = future.get();
+  EXPECT_FALSE(error);
+  EXPECT_EQ(value, 8);
+}
+
+TEST(AsioAsyncCall, ClosedFunctionCompletesByPostNeverInsideAsyncCall) {
+  LoopThread worker{"asio-closed"};
+  ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }};
+  f.abort();
+  asio::io_context context;
+  bool ran = false;
+  std::exception_ptr error;
+  int value = -1;
+  bool ran_inside_async_call = true;
+  asio::post(context, [&] {  // initiated on the handler's own executor, where dispatch would run inline
+    xthread::async_call(f, 1, asio::bind_executor(context, [&](std::exception_ptr e, int v) {
+      ran = true;
+      error = e;
+      value = v;
+    }));
+    ran_inside_async_call = ran;
+  });
+  run_bounded(context);
+  EXPECT_FALSE(ran_inside_async_call);  // Asio's rule: an operation completing at once posts its handler
+  ASSERT_TRUE(ran);
+  ASSERT_TRUE(error);
+  EXPECT_THROW(std::rethrow_exception(error), ClosedError);
+  EXPECT_EQ(value, 0);
+}
+
+TEST(AsioAsyncCall, UseFutureForValuesVoidAndExceptions) {
+  LoopThread worker{"asio-future"};
+  ThreadSafeFunction<std::string(std::string)> echo{worker.loop(), [](std::string s) { return s + "!"; }};
+  ThreadSafeFunction<void()> nothing{worker.loop(), [] {}};
+  ThreadSafeFunction<int()> fails{worker.loop(), []() -> int { throw std::logic_error("no"); }};
+  std::future<std::string> text = xthread::async_call(echo, std::string("hi"), asio::use_future);
+  std::future<void> done = xthread::async_call(nothing, asio::use_future);
+  std::future<int> failed = xthread::async_call_with(fails, xthread::CallOptions{.priority = xthread::Priority::high},
+                                                     asio::use_future);
+  ASSERT_EQ(text.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(text.get(), "hi!");
+  ASSERT_EQ(done.wait_for(10s), std::future_status::ready);
+  EXPECT_NO_THROW(done.get());
+  ASSERT_EQ(failed.wait_for(10s), std::future_status::ready);
+  EXPECT_THROW(failed.get(), std::logic_error);
+}
+
+TEST(AsioAsyncCall, IoContextOnAnotherThreadGetsItsHandlerThere) {
+  LoopThread worker{"asio-remote"};
+  const std::thread::id worker_thread = thread_of(worker.loop());
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  asio::io_context context;
+  auto guard = asio::make_work_guard(context);
+  std::promise<std::thread::id> io_thread_id;
+  std::thread io_thread([&] {
+    io_thread_id.set_value(std::this_thread::get_id());
+    context.run_for(20s);
+  });
+  const std::thread::id io_thread_expected = io_thread_id.get_future().get();
+  std::promise<std::pair<std::thread::id, int>> got;
+  asio::co_spawn(context, [&]() -> asio::awaitable<void> {
+    int sum = 0;
+    for (int i = 0; i < 100; ++i) sum += co_await xthread::async_call(twice, i, asio::use_awaitable);
+    got.set_value({xthread_test::current_thread(), sum});
+  }, asio::detached);
+  auto future = got.get_future();
+  ASSERT_EQ(future.wait_for(10s), std::future_status::ready);
+  auto [thread, sum] = future.get();
+  EXPECT_EQ(sum, 2 * 4950);
+  EXPECT_EQ(thread, io_thread_expected);
+  EXPECT_NE(thread, worker_thread);
+  guard.reset();     // run() returns once the last operation released its work (never stop() here:
+  io_thread.join();  // the context must outlive every operation, see async_call)
+}
