@@ -472,3 +472,25 @@ TEST(ThreadPoolContracts, AStartHookThatResizesThePoolDoesNotDeadlock) {
   pool.resize(2);  // worker 1 starts, its hook resizes to 3 from inside the pool
   EXPECT_TRUE(xthread_test::eventually([&] { return pool.stats().workers == 3; }));
 }
+
+// A task may signal the end of the pool's use: the owner may destroy the pool as soon as the task
+// ran, even while the thread that posted it is still returning from post() (the post's last touch of
+// the pool is its inbox unlock, and no worker can take the task before it). Under ASan, a post that
+// read the pool's wake-up state after the task became visible was a heap-use-after-free here.
+TEST(ThreadPoolContracts, ThePoolMayBeDestroyedAsSoonAsAPostedTaskRan) {
+  for (int round = 0; round < 100; ++round) {
+    auto pool = std::make_unique<xthread::ThreadPool>(2);
+    pool->submit([] {}).get();  // a worker polls now: the next post is taken at once
+    std::atomic<std::uint32_t> ran{0};
+    xthread::ThreadPool* target = pool.get();
+    std::thread poster([&ran, target] {
+      ASSERT_TRUE(target->post([&ran] {
+        ran.store(1, std::memory_order_release);
+        ran.notify_one();
+      }));
+    });
+    ran.wait(0, std::memory_order_acquire);
+    pool.reset();  // races only with the inside of the poster's post(), which is the point
+    poster.join();
+  }
+}

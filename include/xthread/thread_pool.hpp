@@ -95,7 +95,10 @@ struct ParallelFor {
 /// a task did is visible after its future is ready, and after wait_idle() returns.
 ///
 /// Idle workers poll for a few microseconds, then sleep in the kernel: an idle pool uses no CPU.
-/// Destruction: the destructor is shutdown(Shutdown::drain): it runs every queued task and joins.
+/// Destruction: the destructor is shutdown(Shutdown::drain): it runs every queued task and joins. A
+/// task may be what ends the pool's use: the pool may be destroyed as soon as a task ran, even while
+/// the thread that posted it is still returning from post()/submit()/schedule() (a post's last touch
+/// of the pool happens before any worker can take its task).
 class ThreadPool {
  public:
   struct Options {
@@ -225,8 +228,8 @@ class ThreadPool {
   /// shutdown() (inside that call, outside the pool's locks; it must not call shutdown() again);
   /// drain runs it on a worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
   /// everything the coroutine did before the co_await is visible after it. The pool must exist when
-  /// the co_await begins, and until the awaiting thread has returned from it: the enqueue reads the
-  /// pool's wake-up state after a worker may already run the coroutine (docs/coroutines.md).
+  /// the co_await begins; it may be destroyed as soon as the hop ran, even while the awaiting thread
+  /// is still returning from the enqueue (see the class comment's Destruction).
   [[nodiscard]] detail::PoolHop schedule() noexcept { return detail::PoolHop(this, &enqueue_work, {}); }
   /// As schedule(), with a stop token: a hop not yet started on a worker when `stop_token` is stopped
   /// completes with CancelledError thrown from the co_await and never runs on the pool — at once if
