@@ -34,7 +34,7 @@ void print_error(const char* where, const std::exception_ptr& error) noexcept {
   }
 }
 
-thread_local const PoolCore* current_pool = nullptr;
+thread_local PoolCore* current_pool = nullptr;  // the pool whose worker this thread is
 thread_local std::size_t current_home = 0;       // the current worker's shard (valid with current_pool)
 // An outside producer posts runs of this many consecutive tasks to one shard, then moves to the next:
 // consecutive tasks (which often touch neighbouring data) mostly run on one worker, the producer keeps
@@ -53,7 +53,11 @@ thread_local std::size_t producer_cursor = producer_seed.fetch_add(kProducerRun,
 /// whole inbox into it in one swap, holding both). mutex_ guards the worker lists and idle waiting
 /// (never taken on the per-task path); shutdown_mutex_ serializes shutdown(). Order: shutdown_mutex_ →
 /// mutex_; ready_mutex → inbox_mutex of the same shard; no other lock is held with a shard lock.
-class PoolCore {
+///
+/// Ownership: shared by the ThreadPool and by coroutines that will resume on this pool (ResumeSite,
+/// from a worker). The ThreadPool's destructor shuts the engine down (drain, join) whatever other
+/// references exist; a later enqueue through such a reference returns false.
+class PoolCore : public std::enable_shared_from_this<PoolCore> {
  public:
   explicit PoolCore(ThreadPool::Options options)
       : name_(std::move(options.name)),
@@ -580,18 +584,30 @@ class PoolCore {
   Mutex shutdown_mutex_;  // serializes shutdown() calls
 };
 
+std::shared_ptr<PoolCore> calling_thread_pool() noexcept {
+  // A worker's pool is alive while the worker runs (the ThreadPool joins its workers before it lets
+  // go of the engine), so the weak reference cannot be expired here.
+  return current_pool != nullptr ? current_pool->weak_from_this().lock() : nullptr;
+}
+
+bool pool_core_enqueue(void* core, PoolResume&& task) {
+  return static_cast<PoolCore*>(core)->enqueue(PoolTask(std::move(task)));
+}
+
 }  // namespace xthread::detail
 
 namespace xthread {
 
 ThreadPool::ThreadPool() : ThreadPool(Options{}) {}
-ThreadPool::ThreadPool(Options options) : core_(std::make_unique<detail::PoolCore>(std::move(options))) {}
+ThreadPool::ThreadPool(Options options) : core_(std::make_shared<detail::PoolCore>(std::move(options))) {}
 ThreadPool::ThreadPool(std::size_t threads) : ThreadPool([threads] {
   Options options;
   options.threads = threads;
   return options;
 }()) {}
-ThreadPool::~ThreadPool() = default;
+// Shut down here, not in ~PoolCore: a coroutine waiting to resume on this pool (ResumeSite) may hold the
+// engine past the pool's life; its later enqueue then returns false.
+ThreadPool::~ThreadPool() { core_->shutdown(Shutdown::drain); }
 
 bool ThreadPool::enqueue(detail::PoolTask&& task) { return core_->enqueue(std::move(task)); }
 bool ThreadPool::wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout) { return core_->wait_idle_for(timeout); }

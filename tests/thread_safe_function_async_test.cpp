@@ -79,6 +79,37 @@ Detached await_into(Seen<T>& seen, Awaitable awaitable_maker) {
   seen.done.set_value();
 }
 
+/// A callee (x + 1) that says when it started and then waits until released.
+struct GatedCallee {
+  std::latch entered{1};
+  std::latch release{1};
+  ThreadSafeFunction<int(int)> function_on(EventLoop& loop) {
+    return ThreadSafeFunction<int(int)>{loop, [this](int x) {
+      entered.count_down();
+      release.wait();
+      return x + 1;
+    }};
+  }
+};
+
+/// Hops onto `pool`, calls f there, and reports whether it was on the pool before and after the call.
+/// (A free function, not a lambda: a coroutine lambda's captures die with the lambda object.)
+Detached call_from_the_pool(xthread::ThreadPool& pool, ThreadSafeFunction<int(int)>& f, std::atomic<bool>& on_pool_before,
+                            std::atomic<bool>& on_pool_after, std::promise<int>& result) {
+  co_await pool.schedule();
+  on_pool_before = pool.in_worker_thread();
+  const int value = co_await f.async(41);
+  on_pool_after = pool.in_worker_thread();
+  result.set_value(value);
+}
+
+/// Calls f, then reports the thread it resumed on and stops `loop`.
+Detached call_then_stop(ThreadSafeFunction<int(int)>& f, std::promise<std::thread::id>& resumed, EventLoop& loop) {
+  (void)co_await f.async(1);
+  resumed.set_value(xthread_test::current_thread());
+  loop.stop();  // any thread: ends loop.run() wherever the continuation ran
+}
+
 std::thread::id thread_of(EventLoop& loop) {
   return loop.invoke_sync([] { return std::this_thread::get_id(); });
 }
@@ -242,35 +273,140 @@ TEST(ThreadSafeFunctionAsync, OnTheCalleesOwnLoopRunsInlineWithoutSuspending) {
   EXPECT_EQ(seen.after, worker_thread);
 }
 
-TEST(ThreadSafeFunctionAsync, AwaitedOnAPoolWorkerResumesOnTheCalleeThreadForNow) {
-  // Until ThreadPool tells a worker which pool it belongs to, a pool worker counts as a plain thread.
+TEST(ThreadSafeFunctionAsync, AwaitedOnAPoolWorkerResumesOnThatPool) {
   xthread::ThreadPool pool{1};
+  const std::thread::id worker_thread = pool.submit([] { return std::this_thread::get_id(); }).get();
   LoopThread callee{"async-callee4"};
-  const std::thread::id callee_thread = thread_of(callee.loop());
   ThreadSafeFunction<int(int)> f{callee.loop(), [](int x) { return x + 1; }};
   Seen<int> seen;
   ASSERT_TRUE(pool.post([&] { await_into(seen, [&] { return f.async(1); }); }));
   ASSERT_TRUE(seen.wait());
+  ASSERT_FALSE(seen.error);
   EXPECT_EQ(*seen.value, 2);
-  EXPECT_EQ(seen.after, callee_thread);
+  EXPECT_EQ(seen.before, worker_thread);
+  EXPECT_EQ(seen.after, worker_thread);  // back on the pool (its only worker), not on f's loop thread
+}
+
+TEST(ThreadSafeFunctionAsync, ACoroutineThatHoppedOntoThePoolComesBackToThePoolAfterTheCall) {
+  xthread::ThreadPool pool{2};
+  LoopThread callee{"async-callee4b"};
+  ThreadSafeFunction<int(int)> f{callee.loop(), [](int x) { return x + 1; }};
+  std::atomic<bool> on_pool_before{false};
+  std::atomic<bool> on_pool_after{false};
+  std::promise<int> result;
+  call_from_the_pool(pool, f, on_pool_before, on_pool_after, result);
+  auto value = result.get_future();
+  ASSERT_EQ(value.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(value.get(), 42);
+  EXPECT_TRUE(on_pool_before);
+  EXPECT_TRUE(on_pool_after);
+}
+
+/// A coroutine started in a task of a one-worker pool, whose f.async continuation waits in that pool's
+/// queue, the pool paused: the start of the pause / drop / drain tests below.
+class ContinuationQueuedOnAPausedPool {
+ public:
+  ContinuationQueuedOnAPausedPool() {
+    worker_thread = pool.submit([] { return std::this_thread::get_id(); }).get();
+    EXPECT_TRUE(pool.post([this] { await_into(seen, [this] { return f.async(1); }); }));
+    gate_.entered.wait();  // the coroutine has suspended in the co_await
+    // Its start task returns next; then nothing of it is on the pool.
+    EXPECT_TRUE(xthread_test::eventually([this] { return pool.stats().idle == 1; }));
+    pool.pause();
+    gate_.release.count_down();
+    // The continuation comes back as a task, and pause() holds it like any other.
+    queued = xthread_test::eventually([this] { return pool.stats().pending == 1; });
+  }
+
+  xthread::ThreadPool pool{1};
+  std::thread::id worker_thread;
+  Seen<int> seen;
+  bool queued = false;
+
+ private:
+  GatedCallee gate_;
+  LoopThread callee_{"async-callee-pp"};
+  ThreadSafeFunction<int(int)> f = gate_.function_on(callee_.loop());
+};
+
+TEST(ThreadSafeFunctionAsync, TheContinuationQueuedOnAPausedPoolWaitsForResume) {
+  ContinuationQueuedOnAPausedPool parked;
+  ASSERT_TRUE(parked.queued);
+  EXPECT_EQ(parked.seen.finished.wait_for(0s), std::future_status::timeout);
+  parked.pool.resume();
+  ASSERT_TRUE(parked.seen.wait());
+  ASSERT_FALSE(parked.seen.error);
+  EXPECT_EQ(*parked.seen.value, 2);
+  EXPECT_EQ(parked.seen.after, parked.worker_thread);
+}
+
+TEST(ThreadSafeFunctionAsync, AwaitingPoolDropShutDownWithTheContinuationQueuedResumesOnTheShuttingDownThread) {
+  ContinuationQueuedOnAPausedPool parked;
+  ASSERT_TRUE(parked.queued);
+  EXPECT_EQ(parked.pool.shutdown(xthread::Shutdown::drop), 1u);  // the continuation, counted as a dropped task
+  ASSERT_TRUE(parked.seen.wait());
+  ASSERT_FALSE(parked.seen.error);
+  EXPECT_EQ(*parked.seen.value, 2);  // the callee ran: its value, not ClosedError
+  EXPECT_EQ(parked.seen.after, std::this_thread::get_id());
+}
+
+TEST(ThreadSafeFunctionAsync, AwaitingPoolDrainShutDownWithTheContinuationQueuedRunsItOnAWorker) {
+  ContinuationQueuedOnAPausedPool parked;
+  ASSERT_TRUE(parked.queued);
+  EXPECT_EQ(parked.pool.shutdown(xthread::Shutdown::drain), 0u);
+  ASSERT_TRUE(parked.seen.wait());
+  ASSERT_FALSE(parked.seen.error);
+  EXPECT_EQ(*parked.seen.value, 2);
+  EXPECT_EQ(parked.seen.after, parked.worker_thread);
+}
+
+TEST(ThreadSafeFunctionAsync, AwaitingPoolDestroyedBeforeTheValueReturnsResumesOnTheCalleeThreadWithTheValue) {
+  auto pool = std::make_unique<xthread::ThreadPool>(1);
+  LoopThread callee{"async-callee4f"};
+  const std::thread::id callee_thread = thread_of(callee.loop());
+  GatedCallee gate;
+  ThreadSafeFunction<int(int)> f = gate.function_on(callee.loop());
+  Seen<int> seen;
+  ASSERT_TRUE(pool->post([&] { await_into(seen, [&] { return f.async(1); }); }));
+  gate.entered.wait();
+  pool.reset();  // drains (the start task already returned) and joins while the callee runs
+  gate.release.count_down();
+  ASSERT_TRUE(seen.wait());
+  ASSERT_FALSE(seen.error);
+  EXPECT_EQ(*seen.value, 2);
+  EXPECT_EQ(seen.after, callee_thread);  // the pool is gone: inline where the call completed
+}
+
+TEST(ThreadSafeFunctionAsync, ALoopRunningInsideAPoolTaskIsTheResumeSiteNotThePool) {
+  xthread::ThreadPool pool{2};  // two workers: were the pool the site, the other one would take it
+  LoopThread callee{"async-callee4g"};
+  ThreadSafeFunction<int(int)> f{callee.loop(), [](int x) { return x + 1; }};
+  std::promise<std::thread::id> runner;
+  std::promise<std::thread::id> resumed;
+  auto future_runner = runner.get_future();
+  auto future_resumed = resumed.get_future();
+  ASSERT_TRUE(pool.post([&] {
+    EventLoop inner;
+    runner.set_value(std::this_thread::get_id());
+    ASSERT_TRUE(inner.post([&] { call_then_stop(f, resumed, inner); }));
+    inner.run();
+  }));
+  ASSERT_EQ(future_resumed.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(future_resumed.get(), future_runner.get());  // inside the inner loop's run(), on its thread
+  pool.wait_idle();
 }
 
 TEST(ThreadSafeFunctionAsync, AwaitingLoopStoppedBeforeTheValueReturnsResumesOnTheCalleeThreadWithTheValue) {
   auto home = std::make_unique<LoopThread>("async-home5");
   LoopThread callee{"async-callee5"};
   const std::thread::id callee_thread = thread_of(callee.loop());
-  std::latch entered{1};
-  std::latch release{1};
-  ThreadSafeFunction<int(int)> f{callee.loop(), [&](int x) {
-    entered.count_down();
-    release.wait();
-    return x + 1;
-  }};
+  GatedCallee gate;
+  ThreadSafeFunction<int(int)> f = gate.function_on(callee.loop());
   Seen<int> seen;
   ASSERT_TRUE(home->loop().post([&] { await_into(seen, [&] { return f.async(1); }); }));
-  entered.wait();
+  gate.entered.wait();
   home.reset();  // the awaiting loop stops and its thread is joined while the callee runs
-  release.count_down();
+  gate.release.count_down();
   ASSERT_TRUE(seen.wait());
   ASSERT_FALSE(seen.error);
   EXPECT_EQ(*seen.value, 2);  // the callee ran: its value, not ClosedError

@@ -262,7 +262,7 @@ class ThreadPool {
   bool wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout);
   std::size_t worker_count() const noexcept;
 
-  std::unique_ptr<detail::PoolCore> core_;
+  std::shared_ptr<detail::PoolCore> core_;  // shared only with coroutines waiting to resume here
 };
 
 }  // namespace xthread

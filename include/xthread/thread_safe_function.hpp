@@ -440,9 +440,11 @@ class ThreadSafeFunction<R(Args...)> {
 ///  - awaited on an EventLoop's thread (inside run() or run_ready(), or a thread hosting an open loop
 ///    between run_ready() calls): the continuation is posted back to that loop, as a normal-priority
 ///    task, after the callee returned;
-///  - awaited on any other thread (a plain thread; also, for now, a ThreadPool worker — the pool does
-///    not yet tell a thread which pool it belongs to): resumes inline on f's loop thread right after
-///    the callee, as if the rest of the coroutine were part of the call;
+///  - awaited on a ThreadPool worker (in a task, or a coroutine that hopped onto the pool): the
+///    continuation is posted back to that pool after the callee returned, as a post() would be, and
+///    resumes on whichever worker takes it (pause holds it; drain runs it);
+///  - awaited on any other thread (a plain thread): resumes inline on f's loop thread right after the
+///    callee, as if the rest of the coroutine were part of the call;
 ///  - awaited on f's own loop thread: the callee runs inline at once, without suspending (as
 ///    call_sync does there, bound waived), and the coroutine simply continues;
 ///  - `co_await f.async(x).resume_on_callee()`: resumes inline on f's loop thread whatever thread
@@ -450,21 +452,24 @@ class ThreadSafeFunction<R(Args...)> {
 /// When the call never reached the callee: ClosedError is thrown from co_await. If the function is
 /// already closed, or the loop already stopped, when the coroutine awaits, the coroutine does not
 /// suspend (it continues on its own thread); if f's loop stops while the call is queued, the
-/// ClosedError takes the same way back as a value would (posted to the awaiting loop, else inline on
-/// the thread that stopped f's loop).
-/// If the awaiting loop has stopped when the call completes (or stops while the continuation waits
-/// in its queue), the coroutine is still resumed, never leaked or dropped: at once, with the call's
-/// outcome (its value or exception, since the callee did run), on the thread that found the loop
-/// stopped — f's loop thread, or the thread that stopped the awaiting loop while discarding its queue.
-/// It is never resumed on a loop that will not run again.
+/// ClosedError takes the same way back as a value would (posted to the awaiting loop or pool, else
+/// inline on the thread that stopped f's loop).
+/// If the awaiting loop has stopped (or the awaiting pool has shut down) when the call completes, or
+/// stops while the continuation waits in its queue (a pool: shutdown(Shutdown::drop); drain runs it),
+/// the coroutine is still resumed, never leaked or dropped: at once, with the call's outcome (its
+/// value or exception, since the callee did run), on the thread that found the loop stopped or the
+/// pool shut down — f's loop thread, or the thread that stopped the awaiting loop (or called the
+/// pool's shutdown) while discarding its queue. It is never resumed on a loop or pool that will not
+/// run it. The pool may be destroyed while the coroutine awaits (the coroutine's owner must then
+/// still keep the coroutine alive until it finishes, on f's loop thread).
 ///
 /// The queue bound (Options::max_queue): with the queue full, the coroutine stays suspended until a
 /// slot frees — no thread blocks, the awaiting loop keeps running. Waiting awaits are admitted oldest
 /// first, by the thread that frees the slot (f's loop thread, as it takes a call off its queue), ahead
 /// of any thread blocked in call() / call_sync(); a new call() may still take a slot that frees before
 /// the waiters are admitted. Closing while waiting: ClosedError (the callee never ran), delivered as
-/// a value would be (posted to the awaiting loop, else inline on the thread that closed the function
-/// or stopped f's loop).
+/// a value would be (posted to the awaiting loop or pool, else inline on the thread that closed the
+/// function or stopped f's loop).
 ///
 /// Thread rule: made by async() on any thread, awaited once by one coroutine on any thread;
 /// resume_on_callee() before the co_await. The function's loop thread runs the callee, as for call().
@@ -474,7 +479,9 @@ class ThreadSafeFunction<R(Args...)> {
 /// not be destroyed while suspended in this co_await (the call is in flight and owns its frame's
 /// awaitable); the function's handles may all go away meanwhile (the call keeps its state alive).
 template <class R, class... Args>
-class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask, private detail::CallGate::Waiter {
+class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask,
+                                                        private detail::PoolWork,
+                                                        private detail::CallGate::Waiter {
  public:
   /// Movable until it is awaited (it holds only the arguments then); never move one being awaited.
   Awaitable(Awaitable&&) noexcept(std::is_nothrow_move_constructible_v<Arguments>) = default;
@@ -560,6 +567,12 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     go_back();
   }
 
+  /// The continuation, posted back to the pool whose worker awaited: resume on the worker that took it.
+  void run_on_pool() override { continuation_.resume(); }  // last touch of *this
+  /// The pool was drop-shut-down with the continuation queued: resume here, on the thread calling
+  /// shutdown(), with the call's outcome (the callee did run).
+  void drop_from_pool() noexcept override { continuation_.resume(); }
+
   /// f's loop stopped with the call queued (ClosedError), or the awaiting loop stopped with the
   /// continuation queued (resume here, with the call's outcome).
   void discard() noexcept override {
@@ -585,10 +598,10 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   }
 
   /// Sends the coroutine back to its resume site, or resumes it here (no site, or the site's loop
-  /// stopped). Last touch of *this either way.
+  /// stopped or pool shut down). Last touch of *this either way.
   void go_back() noexcept {
     phase_ = Phase::resuming;  // written before the post: the loop's mutex publishes it with the task
-    if (resume_site_.post(*this, Priority::normal)) return;
+    if (resume_site_.post(*this, *this, Priority::normal)) return;
     continuation_.resume();
   }
 

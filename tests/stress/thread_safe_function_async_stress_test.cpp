@@ -1,6 +1,7 @@
-// Stress: `co_await f.async(x)` from many coroutines at once — started on two EventLoops and on a plain
-// thread, with bounded and unbounded queues — racing abort(), release, the stop of f's loop and the
-// stop of an awaiting loop. Exactly-once ledger: every await ends exactly once, with its value (then
+// Stress: `co_await f.async(x)` from many coroutines at once — started on two EventLoops, on a
+// ThreadPool and on a plain thread, with bounded and unbounded queues — racing abort(), release, the
+// stop of f's loop, the stop of an awaiting loop and the drop-shutdown of the awaiting pool (whose
+// continuations come back to it as tasks). Exactly-once ledger: every await ends exactly once, with its value (then
 // the callee ran exactly once for it) or ClosedError (then the callee never ran for it); every
 // coroutine runs to its end exactly once; no coroutine is lost or hangs.
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 #include "../async_support.hpp"
 #include "stress_support.hpp"
 #include "xthread/loop_thread.hpp"
+#include "xthread/thread_pool.hpp"
 #include "xthread/thread_safe_function.hpp"
 
 namespace {
@@ -37,6 +39,7 @@ struct Ledger {
   std::vector<std::atomic<int>> finished = std::vector<std::atomic<int>>(kCoroutines);
   std::atomic<int> coroutines_done{0};
   std::atomic<int> started_on_a{0};  // coroutines whose start task ran on home_a
+  std::atomic<int> started_on_pool{0};  // coroutines whose start task ran on home_pool
   std::atomic<bool> aborted{false};  // set while f's loop is held, right after abort()
   std::atomic<int> ran_after_abort{0};
 };
@@ -59,7 +62,8 @@ xthread_test::Detached await_several(Function& f, int coroutine, Ledger& ledger)
   ledger.coroutines_done.fetch_add(1, std::memory_order_release);
 }
 
-enum class Closer { abort, release, stop_callee_loop, stop_awaiting_loop, none };
+enum class Closer { abort, release, stop_callee_loop, stop_awaiting_loop, drop_awaiting_pool, none };
+constexpr int kClosers = 6;
 
 }  // namespace
 
@@ -80,10 +84,12 @@ TEST(ThreadSafeFunctionAsyncStress, ManyCoroutinesRaceClosingAndLoopStops) {
           if (ledger.aborted.load(std::memory_order_relaxed)) ledger.ran_after_abort.fetch_add(1);
           return id + 1;
         }, Function::Options{.max_queue = max_queue});
-        const auto closer = static_cast<Closer>(round % 5);
+        auto home_pool = std::make_unique<xthread::ThreadPool>(2);
+        const auto closer = static_cast<Closer>(round % kClosers);
         const int close_after = static_cast<int>(random() % kCoroutines);
         Function& function = *f;
         int posted_on_a = 0;
+        int posted_on_pool = 0;
         for (int c = 0; c < kCoroutines; ++c) {
           if (c == close_after) {
             switch (closer) {
@@ -112,11 +118,22 @@ TEST(ThreadSafeFunctionAsyncStress, ManyCoroutinesRaceClosingAndLoopStops) {
                 home_a->loop().stop();
                 break;
               }
+              case Closer::drop_awaiting_pool: {
+                // As for home_a: after the starts ran, so the drop races the continuations coming back
+                // (dropped, they resume on this thread inside shutdown()).
+                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+                while (ledger.started_on_pool.load() != posted_on_pool) {
+                  ASSERT_LT(std::chrono::steady_clock::now(), until) << "home_pool never ran its start tasks";
+                  std::this_thread::yield();
+                }
+                (void)home_pool->shutdown(xthread::Shutdown::drop);
+                break;
+              }
               case Closer::none:
                 break;
             }
           }
-          switch (c % 3) {
+          switch (c % 4) {
             case 0:
               if (home_a->loop().post([&function, c, &ledger] {
                     ledger.started_on_a.fetch_add(1);
@@ -130,6 +147,16 @@ TEST(ThreadSafeFunctionAsyncStress, ManyCoroutinesRaceClosingAndLoopStops) {
             case 1:
               ASSERT_TRUE(home_b->loop().post([&function, c, &ledger] { await_several(function, c, ledger); }));
               break;
+            case 2:
+              if (home_pool->post([&function, c, &ledger] {
+                    ledger.started_on_pool.fetch_add(1);
+                    await_several(function, c, ledger);
+                  })) {
+                ++posted_on_pool;
+              } else {
+                await_several(function, c, ledger);  // home_pool shut down: start it here instead
+              }
+              break;
             default:
               await_several(function, c, ledger);  // a plain thread (this one)
           }
@@ -140,9 +167,10 @@ TEST(ThreadSafeFunctionAsyncStress, ManyCoroutinesRaceClosingAndLoopStops) {
               << "round " << round << ": " << ledger.coroutines_done.load() << " of " << kCoroutines << " coroutines ended";
           std::this_thread::yield();
         }
-        // Loops first (their threads may still be leaving a coroutine frame), then the function.
+        // Loops and pool first (their threads may still be leaving a coroutine frame), then the function.
         home_a.reset();
         home_b.reset();
+        home_pool.reset();
         callee_loop.reset();
         f.reset();
         for (int c = 0; c < kCoroutines; ++c) ASSERT_EQ(ledger.finished[c].load(), 1) << "coroutine " << c;

@@ -7,49 +7,79 @@
 #include <utility>
 
 #include "xthread/priority.hpp"
+#include "xthread/schedule.hpp"
 #include "xthread/detail/loop_task.hpp"
 
 namespace xthread::detail {
 
-/// The loop a coroutine was running on when it suspended, captured by the suspending thread and used
-/// once, by whichever thread completes the awaited work.
+class PoolCore;
+
+/// The pool whose worker the calling thread is (inside a task or a hook), kept alive by the returned
+/// reference; null on any other thread. Defined in src/thread_pool.cpp.
+[[nodiscard]] std::shared_ptr<PoolCore> calling_thread_pool() noexcept;
+/// A PoolEnqueue for ThreadPool's engine: false once the pool shut down (or started to). May throw
+/// std::bad_alloc (nothing queued then).
+bool pool_core_enqueue(void* core, PoolResume&& task);
+
+/// The scheduler a coroutine was running on when it suspended, captured by the suspending thread and
+/// used once, by whichever thread completes the awaited work.
 ///
-/// Today a site is a loop (run(), or a hosted loop's thread between run_ready() calls, while open) or
-/// nothing: a plain thread, and — until the pool exposes which pool a worker thread belongs to — a
-/// ThreadPool worker. An empty site means "resume inline on the completing thread".
+/// A site is a loop (run(), or a hosted loop's thread between run_ready() calls, while open), else a
+/// ThreadPool (on one of its workers, in a task or a hook), else nothing (a plain thread): "resume
+/// inline on the completing thread". A loop running inside a pool task is the site, not the pool: the
+/// innermost scheduler wins.
 ///
 /// Thread rule: here() on the suspending thread; post() once, from any thread. Memory ordering:
-/// everything done before post() is visible to the task when it runs (the loop's queue mutex).
+/// everything done before post() is visible to the resumed work (the loop's queue mutex, or the
+/// pool's inbox lock).
 class ResumeSite {
  public:
   ResumeSite() noexcept = default;
 
-  /// The calling thread's loop, or an empty site. One atomic increment on a loop thread (the site
-  /// keeps the loop's engine alive until post()); nothing on a plain thread.
+  /// The calling thread's loop, else its pool, else an empty site. One atomic increment on a loop or
+  /// pool thread (the site keeps the engine alive until post(); a pool that shut down meanwhile
+  /// refuses the post); nothing on a plain thread.
   [[nodiscard]] static ResumeSite here() noexcept {
     CallerLoop caller = calling_thread_loop();
     ResumeSite site;
-    if (caller.loop != nullptr) site.loop_ = caller.keep_alive ? std::move(caller.keep_alive) : loop_share(*caller.loop);
+    if (caller.loop != nullptr) {
+      site.loop_ = caller.keep_alive ? std::move(caller.keep_alive) : loop_share(*caller.loop);
+    } else {
+      site.pool_ = calling_thread_pool();
+    }
     return site;
   }
 
-  [[nodiscard]] bool empty() const noexcept { return loop_ == nullptr; }
+  [[nodiscard]] bool empty() const noexcept { return loop_ == nullptr && pool_ == nullptr; }
 
-  /// Hands `task` to the site's loop; true when the loop took it (the loop then owns the task: the
-  /// caller must not touch it, nor the object holding this site, again). False when the site is
-  /// empty or its loop has stopped; the caller still owns `task`. The site is empty afterwards.
-  bool post(LoopTask& task, Priority priority) noexcept {
-    // Moved out first: once the loop took `task`, *this (usually inside the task) may be gone, and
-    // the local reference keeps the engine alive through loop_post itself.
+  /// Hands the work to the site: `on_loop` to its loop at `priority`, or `on_pool` to its pool (as a
+  /// post would be: pause, drain, drop and stats().pending see it). True when the scheduler took it
+  /// (it then owns the work: the caller must not touch it, nor the object holding this site, again).
+  /// False when the site is empty, its loop has stopped, or its pool has shut down (or could not
+  /// allocate its queue block); the caller still owns the work. The site is empty afterwards.
+  bool post(LoopTask& on_loop, PoolWork& on_pool, Priority priority) noexcept {
+    // Moved out first: once the scheduler took the work, *this (usually inside it) may be gone, and
+    // the local references keep the engine alive through the post itself.
     const std::shared_ptr<LoopCore> loop = std::move(loop_);
-    return loop != nullptr && loop_post(*loop, &task, priority);
+    if (loop != nullptr) return loop_post(*loop, &on_loop, priority);
+    const std::shared_ptr<PoolCore> pool = std::move(pool_);
+    if (pool == nullptr) return false;
+    try {
+      return enqueue_pool_work(pool.get(), &pool_core_enqueue, &on_pool);
+    } catch (...) {
+      return false;  // bad_alloc from the pool's queue: nothing was queued, the caller resumes the work
+    }
   }
 
   /// Drops the site (nothing will be posted).
-  void reset() noexcept { loop_.reset(); }
+  void reset() noexcept {
+    loop_.reset();
+    pool_.reset();
+  }
 
  private:
   std::shared_ptr<LoopCore> loop_;
+  std::shared_ptr<PoolCore> pool_;
 };
 
 }  // namespace xthread::detail
