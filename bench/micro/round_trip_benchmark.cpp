@@ -3,6 +3,7 @@
 // call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);
 // and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run();
 // a coroutine on a loop awaiting f.async() (RoundTrip_AsyncAwait, the coroutine form of call_sync);
+// a coroutine hopping to another loop and back with `co_await loop.schedule()` (Hop_LoopSchedule);
 // and, for reference, an Asio coroutine hopping to another io_context and back (Hop_AsioPostAwaitable).
 //
 //   ./xthread-micro --benchmark_filter=RoundTrip --benchmark_repetitions=9 \
@@ -254,6 +255,34 @@ void RoundTrip_AsyncAwait(benchmark::State& state, bool idle) {
   samples.report(state);
 }
 
+/// xthread's coroutine hop, the same shape as Hop_AsioPostAwaitable below: a coroutine on `home`'s loop
+/// hops to `other`'s thread and back (`co_await loop.schedule()` twice). One iteration = two hops.
+Detached loop_hop_round_trips(benchmark::State& state, xthread::EventLoop& home, xthread::EventLoop& other, bool idle,
+                              LatencySamples& samples, std::promise<void>& done) {
+  for (auto _ : state) {
+    if (idle) xthread_micro::idle_gap(state);
+    const auto start = Clock::now();
+    co_await other.schedule();
+    co_await home.schedule();
+    samples.add(Clock::now() - start);
+  }
+  done.set_value();
+}
+
+void Hop_LoopSchedule(benchmark::State& state, bool idle) {
+  xthread::LoopThread home{"micro-home"};
+  xthread::LoopThread other{"micro-loop"};
+  LatencySamples samples;
+  std::promise<void> done;
+  std::future<void> finished = done.get_future();
+  if (!home.loop().post([&] { loop_hop_round_trips(state, home.loop(), other.loop(), idle, samples, done); })) {
+    state.SkipWithError("home loop stopped");
+    return;
+  }
+  finished.get();
+  samples.report(state);
+}
+
 /// Asio's coroutine hop for reference: an awaitable on io_context A posts itself to io_context B's
 /// thread and back (`co_await asio::post(executor, use_awaitable)` twice). One iteration = there and
 /// back, two hops, comparable to one round trip above.
@@ -296,6 +325,8 @@ BENCHMARK_CAPTURE(RoundTrip_CallFuture, call, false)->UseRealTime()->Iterations(
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call_with, true)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, idle, true)->UseRealTime()->Iterations(2'000);
+BENCHMARK_CAPTURE(Hop_LoopSchedule, hot, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(Hop_LoopSchedule, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(Hop_AsioPostAwaitable, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(Hop_AsioPostAwaitable, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK(RoundTrip_CallSyncConcat1MB)->UseRealTime()->Iterations(300);
