@@ -8,6 +8,7 @@
 // the rest of xthread never includes it. Not part of <xthread/xthread.hpp>.
 #pragma once
 
+#include <boost/asio/associated_allocator.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -17,6 +18,8 @@
 #include <coroutine>
 #include <cstddef>
 #include <exception>
+#include <memory>
+#include <new>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -40,19 +43,6 @@ struct AsioCallSignatureOf<void> {
 template <class R>
 using AsioCallSignature = typename AsioCallSignatureOf<R>::type;
 
-/// The coroutine that carries one async_call: it awaits the call on the callee's thread and hands the
-/// outcome to the handler's executor. Eager; its frame (the operation's one allocation) destroys
-/// itself at the end.
-struct AsioCallOperation {
-  struct promise_type {
-    AsioCallOperation get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }  // the body catches everything
-  };
-};
-
 /// Wraps ThreadSafeFunction's awaitable to learn whether the call completed inside the initiating
 /// function (no suspension: closed, or made on f's own loop thread) — Asio then requires the handler
 /// to be posted, never invoked from inside async_call.
@@ -70,9 +60,144 @@ struct SuspensionRecorder {
   decltype(auto) await_resume() { return inner.await_resume(); }
 };
 
+/// What the operation hands to the handler's executor: the handler and the outcome. Its associated
+/// allocator is the handler's, so the executor queues it (when it does) with that allocator too.
+template <class R, class Handler>
+struct AsioCallCompletion {
+  using allocator_type = typename boost::asio::associated_allocator<Handler>::type;
+  allocator_type get_allocator() const noexcept { return boost::asio::get_associated_allocator(handler); }
+
+  void operator()() {
+    if constexpr (std::is_void_v<R>) {
+      std::move(handler)(error);
+    } else {
+      std::move(handler)(error, std::move(value));
+    }
+  }
+
+  Handler handler;
+  std::exception_ptr error;
+  std::conditional_t<std::is_void_v<R>, char, R> value;
+};
+
+/// The end of the operation, co_returned by its body: the completion, the work guard on the handler's
+/// executor, and whether the call suspended (false: it completed inside async_call).
+template <class R, class Handler>
+struct AsioCallEnd {
+  AsioCallCompletion<R, Handler> completion;
+  boost::asio::executor_work_guard<typename boost::asio::associated_executor<Handler>::type> work;
+  bool suspended;
+};
+
+/// The unit an operation's frame is allocated in: the alignment operator new gives coroutine frames.
+struct alignas(__STDCPP_DEFAULT_NEW_ALIGNMENT__) AsioFrameUnit {
+  unsigned char bytes[__STDCPP_DEFAULT_NEW_ALIGNMENT__];
+};
+
+/// The promise of the coroutine that carries one async_call (run_asio_call). Its frame, the
+/// operation's one allocation, comes from the handler's associated allocator (std::allocator<void>,
+/// global operator new, for a handler without one), which is kept after the frame to free it with;
+/// at its end the frame frees itself and only then hands the completion to the handler's executor.
+template <class R, class Handler>
+class AsioCallPromise {
+ public:
+  struct Operation {
+    using promise_type = AsioCallPromise;
+  };
+
+  /// The frame, then (aligned) a copy of the allocator — none when a default-constructed one equals it.
+  template <class Awaitable>
+  static void* operator new(std::size_t frame_size, Awaitable& /*awaitable*/, Handler& handler) {
+    Allocator allocator(boost::asio::get_associated_allocator(handler));
+    void* frame = std::to_address(AllocatorTraits::allocate(allocator, units(frame_size)));
+    if constexpr (kStoresAllocator) ::new (allocator_in(frame, frame_size)) Allocator(std::move(allocator));
+    return frame;
+  }
+  static void operator delete(void* frame, std::size_t frame_size) noexcept {
+    Allocator allocator = take_allocator(frame, frame_size);
+    auto* first = static_cast<AsioFrameUnit*>(frame);
+    AllocatorTraits::deallocate(allocator, std::pointer_traits<typename AllocatorTraits::pointer>::pointer_to(*first),
+                                units(frame_size));
+  }
+
+  Operation get_return_object() noexcept { return {}; }
+  std::suspend_never initial_suspend() noexcept { return {}; }
+  void return_value(AsioCallEnd<R, Handler>&& end) { end_.emplace(std::move(end)); }
+  void unhandled_exception() noexcept { std::terminate(); }  // the body catches everything
+
+  /// Frees the frame, then hands the completion to the handler's executor — so the operation's
+  /// memory is released before the handler can run (Asio's rule), even when dispatch runs it inline.
+  struct FinalSuspend {
+    bool await_ready() noexcept { return false; }
+    // noexcept: a hand-off that throws (bad_alloc queuing the completion) terminates, as it did when
+    // the body made it.
+    void await_suspend(std::coroutine_handle<AsioCallPromise> frame) noexcept {
+      AsioCallEnd<R, Handler>& end = *frame.promise().end_;
+      auto work = std::move(end.work);
+      {
+        AsioCallCompletion<R, Handler> completion = std::move(end.completion);
+        const bool suspended = end.suspended;
+        frame.destroy();  // the frame, this awaiter and `end` are gone: only locals from here on
+        if (suspended) {
+          boost::asio::dispatch(work.get_executor(), std::move(completion));  // on f's loop thread: usually a post
+        } else {
+          boost::asio::post(work.get_executor(), std::move(completion));  // completed inside async_call
+        }
+      }  // the moved-from handler goes before the work: nothing of the operation outlives it
+      // Released only now, after the hand-off has returned: an io_context's run() cannot return (and
+      // the context be destroyed) while this thread may still be inside its post. Asio's rule for
+      // any operation: destroy the io_context after run() returned by itself, not after stop() with
+      // operations in flight.
+      work.reset();
+    }
+    void await_resume() noexcept {}
+  };
+  FinalSuspend final_suspend() noexcept { return {}; }
+
+ private:
+  using Allocator = typename std::allocator_traits<
+      typename boost::asio::associated_allocator<Handler>::type>::template rebind_alloc<AsioFrameUnit>;
+  using AllocatorTraits = std::allocator_traits<Allocator>;
+  static constexpr bool kStoresAllocator =
+      !(AllocatorTraits::is_always_equal::value && std::is_default_constructible_v<Allocator>);
+  static_assert(alignof(Allocator) <= alignof(AsioFrameUnit), "the allocator's copy is kept in the frame's units");
+
+  /// Where the allocator's copy is: after the frame, at the allocator's alignment.
+  static std::size_t allocator_offset(std::size_t frame_size) noexcept {
+    return (frame_size + alignof(Allocator) - 1) / alignof(Allocator) * alignof(Allocator);
+  }
+  static void* allocator_in(void* frame, std::size_t frame_size) noexcept {
+    return static_cast<unsigned char*>(frame) + allocator_offset(frame_size);
+  }
+  static std::size_t units(std::size_t frame_size) noexcept {
+    const std::size_t bytes = kStoresAllocator ? allocator_offset(frame_size) + sizeof(Allocator) : frame_size;
+    return (bytes + sizeof(AsioFrameUnit) - 1) / sizeof(AsioFrameUnit);
+  }
+  static Allocator take_allocator(void* frame, std::size_t frame_size) noexcept {
+    if constexpr (kStoresAllocator) {
+      Allocator* stored = std::launder(static_cast<Allocator*>(allocator_in(frame, frame_size)));
+      Allocator allocator(std::move(*stored));
+      stored->~Allocator();
+      return allocator;
+    } else {
+      return Allocator();
+    }
+  }
+
+  std::optional<AsioCallEnd<R, Handler>> end_;
+};
+
+// GCC 12 (seen with -fsanitize=address) pairs the promise's sized operator delete with the placement
+// operator new that allocated the frame and warns (-Wmismatched-new-delete); a coroutine frame is
+// always freed through the usual operator delete, so the pair is right: a false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 template <class R, class Awaitable, class Handler>
-AsioCallOperation run_asio_call(Awaitable awaitable, Handler handler) {
-  // Keeps the handler's executor busy (io_context::run() does not return) until the handler ran.
+typename AsioCallPromise<R, Handler>::Operation run_asio_call(Awaitable awaitable, Handler handler) {
+  // Keeps the handler's executor busy (io_context::run() does not return) until the handler has been
+  // handed to it (see AsioCallPromise::FinalSuspend).
   auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
   std::exception_ptr error;
   std::conditional_t<std::is_void_v<R>, char, R> value{};
@@ -86,24 +211,11 @@ AsioCallOperation run_asio_call(Awaitable awaitable, Handler handler) {
   } catch (...) {
     error = std::current_exception();
   }
-  auto complete = [handler = std::move(handler), error, value = std::move(value)]() mutable {
-    if constexpr (std::is_void_v<R>) {
-      std::move(handler)(error);
-    } else {
-      std::move(handler)(error, std::move(value));
-    }
-  };
-  if (recorder.suspended) {
-    boost::asio::dispatch(work.get_executor(), std::move(complete));  // on f's loop thread: usually a post
-  } else {
-    boost::asio::post(work.get_executor(), std::move(complete));  // completed inside async_call
-  }
-  // Released only now, after the hand-off has returned: an io_context's run() cannot return (and the
-  // context be destroyed) while this thread may still be inside its post. Asio's rule for any
-  // operation: destroy the io_context after run() returned by itself, not after stop() with
-  // operations in flight.
-  work.reset();
+  co_return AsioCallEnd<R, Handler>{{std::move(handler), error, std::move(value)}, std::move(work), recorder.suspended};
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 struct InitiateAsioCall {
   template <class Handler, class Awaitable>
@@ -147,9 +259,17 @@ auto async_call_from_tuple(ThreadSafeFunction<R(Args...)>& function, const std::
 /// tracked from initiation until the handler has been handed to it, so `io_context::run()` does not
 /// return in between. Destruction: as for any Asio operation, the io_context must outlive it — the
 /// operation is over once run() may return (the work count), which can be just after the handler
-/// ran; destroying a context that was stop()ped with operations in flight is not safe. Memory ordering: everything before async_call is visible to the callee; everything the
-/// callee did is visible to the handler. Cost: one allocation per operation (its frame; the handler's
-/// associated allocator is not used), besides what the token itself allocates.
+/// ran; destroying a context that was stop()ped with operations in flight is not safe. Memory
+/// ordering: everything before async_call is visible to the callee; everything the callee did is
+/// visible to the handler.
+///
+/// Memory: one allocation per operation, its frame, from the handler's associated allocator
+/// (boost::asio::get_associated_allocator, rebound; std::allocator — global operator new — for a
+/// handler without one). The completion handed to the handler's executor has that allocator as its
+/// own associated allocator, so an executor that must queue it (an io_context's post) takes its memory
+/// from there too. The frame is freed before the handler is invoked, also when it is invoked inline
+/// (Asio's rule: an operation's temporary memory is released first, so the handler may reuse it).
+/// Besides that, only what the token itself allocates.
 template <class R, class... Args, class... ArgumentsThenToken>
 auto async_call(ThreadSafeFunction<R(Args...)>& function, ArgumentsThenToken&&... arguments_then_token) {
   static_assert(sizeof...(ArgumentsThenToken) >= 1, "xthread::async_call: the last argument is the completion token");
