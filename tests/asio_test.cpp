@@ -1,6 +1,8 @@
 // <xthread/asio.hpp>: xthread::async_call with Debian's Boost.Asio — use_awaitable inside an
-// io_context coroutine, a plain callback, use_future; the callee's exception; ClosedError; and the
-// associated-executor rule (the handler runs on the io_context's thread, with its work tracked).
+// io_context coroutine, a plain callback, use_future; the callee's exception; ClosedError; the
+// associated-executor rule (the handler runs on the io_context's thread, with its work tracked); and the
+// associated-allocator rules (the operation's memory comes from the handler's allocator and is freed
+// before the handler runs). asio_allocation_test adds that global operator new is not used.
 #include "xthread/asio.hpp"
 
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 #include <string>
 #include <thread>
 
+#include "asio_allocator_support.hpp"
 #include "async_support.hpp"
 #include "xthread/loop_thread.hpp"
 
@@ -42,6 +45,49 @@ void run_bounded(asio::io_context& context, std::chrono::seconds limit = 10s) {
   const auto start = std::chrono::steady_clock::now();
   context.run_for(limit);
   EXPECT_LT(std::chrono::steady_clock::now() - start, limit) << "io_context still had work after " << limit.count() << " s";
+}
+
+/// An argument that counts its live copies: the call's arguments live in the operation's frame, so
+/// while one exists the frame does too.
+struct Tracked {
+  explicit Tracked(std::atomic<int>& live) : live(&live) { live.fetch_add(1); }
+  Tracked(const Tracked& other) : live(other.live) { live->fetch_add(1); }
+  Tracked& operator=(const Tracked&) = delete;
+  ~Tracked() { live->fetch_sub(1); }
+  std::atomic<int>* live;
+};
+
+/// What a handler saw when it ran: its arguments, and how much of the operation was still alive.
+struct HandlerSaw {
+  std::exception_ptr error;
+  int value = -1;
+  long allocator_live_bytes = -1;  // the operation's memory from the handler's allocator
+  int live_arguments = -1;         // Tracked copies: the frame still holds the call's arguments
+  std::thread::id thread;
+};
+
+/// A callback whose associated allocator counts into `counts`; when it runs it records what it saw.
+auto recording_handler(xthread_test::AllocatorCounts& counts, std::atomic<int>& live_arguments,
+                       std::promise<HandlerSaw>& saw) {
+  return xthread_test::AllocatingHandler(counts, [&counts, &live_arguments, &saw](std::exception_ptr error, int value) {
+    saw.set_value({error, value, counts.live_bytes.load(), live_arguments.load(), std::this_thread::get_id()});
+  });
+}
+
+/// The handler ran (within the time limit) and found the operation's memory, all of which came from
+/// its allocator (at least `allocations` blocks), already freed.
+HandlerSaw expect_freed_through_the_allocator_before_the_handler(std::future<HandlerSaw> saw,
+                                                                 const xthread_test::AllocatorCounts& counts,
+                                                                 long allocations) {
+  EXPECT_EQ(saw.wait_for(10s), std::future_status::ready) << "the handler did not run";
+  if (saw.wait_for(0s) != std::future_status::ready) return {};
+  HandlerSaw seen = saw.get();
+  EXPECT_EQ(seen.allocator_live_bytes, 0) << "the operation's memory was still allocated when the handler ran";
+  EXPECT_EQ(seen.live_arguments, 0) << "the operation's frame (it holds the arguments) was alive when the handler ran";
+  EXPECT_GE(counts.allocations.load(), allocations) << "the operation did not allocate through the handler's allocator";
+  EXPECT_EQ(counts.deallocations.load(), counts.allocations.load());
+  EXPECT_EQ(counts.live_bytes.load(), 0);
+  return seen;
 }
 
 }  // namespace
@@ -194,4 +240,64 @@ TEST(AsioAsyncCall, IoContextOnAnotherThreadGetsItsHandlerThere) {
   EXPECT_NE(thread, worker_thread);
   guard.reset();     // run() returns once the last operation released its work (never stop() here:
   io_thread.join();  // the context must outlive every operation, see async_call)
+}
+
+// The handler's associated allocator (Asio's universal model): the operation's frame comes from it and
+// goes back to it before the handler is invoked — also when the handler is invoked inline, from inside
+// the operation, as a plain callback (system executor) is: dispatched on f's loop thread.
+TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAHandlerDispatchedInline) {
+  xthread_test::AllocatorCounts counts;
+  std::atomic<int> live_arguments{0};
+  LoopThread worker{"asio-alloc-inline"};
+  const std::thread::id worker_thread = thread_of(worker.loop());
+  ThreadSafeFunction<int(Tracked)> f{worker.loop(), [](Tracked) { return 7; }};
+  std::promise<HandlerSaw> saw;
+  {
+    xthread_test::LoopBlocker blocker(worker.loop());  // the call site's temporaries are gone before the callee runs
+    xthread::async_call(f, Tracked(live_arguments), recording_handler(counts, live_arguments, saw));
+  }
+  const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, 1);
+  EXPECT_FALSE(seen.error);
+  EXPECT_EQ(seen.value, 7);
+  EXPECT_EQ(seen.thread, worker_thread);  // dispatched inline there, not posted
+}
+
+// The same for a handler posted to its io_context because the operation completed inside async_call
+// (closed function): the frame and Asio's queued completion both come from the handler's allocator.
+TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAPostedHandler) {
+  xthread_test::AllocatorCounts counts;
+  std::atomic<int> live_arguments{0};
+  LoopThread worker{"asio-alloc-posted"};
+  ThreadSafeFunction<int(Tracked)> f{worker.loop(), [](Tracked) { return 7; }};
+  f.abort();
+  asio::io_context context;
+  std::promise<HandlerSaw> saw;
+  asio::post(context, [&] {
+    xthread::async_call(f, Tracked(live_arguments), asio::bind_executor(context, recording_handler(counts, live_arguments, saw)));
+  });
+  run_bounded(context);
+  const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, 2);
+  ASSERT_TRUE(seen.error);
+  EXPECT_THROW(std::rethrow_exception(seen.error), ClosedError);
+  EXPECT_EQ(seen.thread, std::this_thread::get_id());
+}
+
+// The same for the usual path: the callee runs on f's loop thread and the handler is handed to an
+// io_context running on another thread.
+TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAHandlerOnAnIoContext) {
+  xthread_test::AllocatorCounts counts;
+  std::atomic<int> live_arguments{0};
+  LoopThread worker{"asio-alloc-context"};
+  ThreadSafeFunction<int(Tracked)> f{worker.loop(), [](Tracked) { return 7; }};
+  asio::io_context context;
+  std::promise<HandlerSaw> saw;
+  {
+    xthread_test::LoopBlocker blocker(worker.loop());  // the call site's temporaries are gone before the callee runs
+    xthread::async_call(f, Tracked(live_arguments), asio::bind_executor(context, recording_handler(counts, live_arguments, saw)));
+  }
+  run_bounded(context);
+  const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, 2);
+  EXPECT_FALSE(seen.error);
+  EXPECT_EQ(seen.value, 7);
+  EXPECT_EQ(seen.thread, std::this_thread::get_id());
 }
