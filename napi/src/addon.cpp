@@ -15,6 +15,9 @@
 //   queueThen(id, n, action) -> Promise        queues n calls from the JS thread, then release/abort/none
 //   echo(type, fn, value, mode) -> Promise | value   conversion round trip through a C++ thread
 //   monotonicNowNs() -> bigint                 std::chrono::steady_clock::now() in ns
+//   sleepMs(ms)                                blocks this JS thread in native code for ms milliseconds; V8
+//                                              cannot interrupt it, so a worker.terminate() made meanwhile
+//                                              takes effect only after it returns (tests of that window)
 //   buildInfo() -> {compiler, build_type, napi_version}
 //
 // Errors thrown or rejected here are JS Errors whose `code` is one of XTHREAD_NAPI_JS_ERROR,
@@ -987,6 +990,15 @@ napi_value MonotonicNowNs(napi_env env, napi_callback_info) {
   return out;
 }
 
+napi_value SleepMs(napi_env env, napi_callback_info info) {
+  return guarded(env, [&]() -> napi_value {
+    const double ms = arg_number(env, get_args(env, info, 1)[0], "sleepMs: ms");
+    if (!(ms >= 0 && ms <= 10'000)) throw ArgError("sleepMs: ms must be in [0, 10000]");
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+    return nullptr;
+  });
+}
+
 }  // namespace
 
 NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
@@ -1000,7 +1012,7 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
       {"queueThen", QueueThenFn},         {"echo", EchoFn},                 {"monotonicNowNs", MonotonicNowNs},
       {"buildInfo", BuildInfo},           {"createRawTarget", CreateRawTarget}, {"dropRawTarget", DropRawTarget},
       {"callRawTargetSync", CallRawTargetSync}, {"runCallsOnThread", RunCallsOnThread},
-      {"joinThreadCalls", JoinThreadCalls}, {"moveFailure", MoveFailureFn},
+      {"joinThreadCalls", JoinThreadCalls}, {"moveFailure", MoveFailureFn}, {"sleepMs", SleepMs},
   };
   for (const Export& e : table) {
     napi_value fn = nullptr;

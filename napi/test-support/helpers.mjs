@@ -10,10 +10,11 @@ export const { addon, path: addonPath } = loadAddon();
 
 // A Worker running napi/test-support/blocking-worker.mjs; resolves once its target exists.
 // mode: 'block' (call number `at` blocks in Atomics.wait until the Worker is terminated),
-//       'exit'  (call number `at` calls process.exit() inside the Worker).
-export async function startBlockingWorker(mode, at) {
+//       'exit'  (call number `at` calls process.exit() inside the Worker);
+//       and the others listed in blocking-worker.mjs. lateMs: how long the 'late' modes block (default 200).
+export async function startBlockingWorker(mode, at, lateMs = 200) {
   const worker = new Worker(fileURLToPath(new URL('./blocking-worker.mjs', import.meta.url)), {
-    workerData: { addonPath, mode, at },
+    workerData: { addonPath, mode, at, lateMs },
   });
   const [msg] = await once(worker, 'message');
   return { worker, id: msg.id };

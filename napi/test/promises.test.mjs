@@ -100,10 +100,59 @@ test('a never-settling Promise in a Worker: the Worker\'s end gives the waiting 
   await nextMessage(worker, (m) => m.busy !== undefined);
   await worker.terminate();
   const r = await run;
-  // Seen once in CI (2026-11-30): ok 0, closed 0 — the call ended with another error. The message
-  // names the category, to tell which race it is when it comes back.
+  // Seen once in CI (2026-11-30): ok 0, closed 0 — the call ended with another error: the termination
+  // had landed between the callee's return and the bridge's then() call (pinned by the tests below). The
+  // message names the category, to tell which race it is if it comes back.
   const counts = { ok: r.ok, closed: r.closed, jsErrors: r.jsErrors, conversionErrors: r.conversionErrors, otherErrors: r.otherErrors, firstError: r.firstError };
   assert.deepEqual({ ok: r.ok, closed: r.closed }, { ok: 0, closed: 1 }, JSON.stringify(counts));
+});
+
+// The CI failure above was a race: worker.terminate() landing after the callee's busy message but before
+// the bridge had attached its callbacks to the returned Promise. Node then refuses the bridge's next
+// Node-API calls (looking up `then`: a ConversionError, "expected string, got object"; creating the
+// callbacks: a NapiError with napi_pending_exception). Each test below pins one point of that window: the
+// Worker blocks in native code (which termination cannot interrupt) after the busy message, so the
+// termination is already in force when the bridge goes on. The callee never settles, so the only right
+// outcome is CLOSED.
+for (const [mode, where] of [['pending-late', 'before the bridge looks up then'],
+                             ['getter-late', 'inside a then getter that returns afterwards'],
+                             ['getter-terminated', 'inside a then getter (its JS is terminated)']]) {
+  test(`worker.terminate() ${where}: the waiting caller gets CLOSED`, T, async () => {
+    for (const callMode of ['sync', 'async']) {
+      const { worker, id } = await startBlockingWorker(mode, 0);
+      const run = addon.runCalls(id, { a: 'a', b: 'b', calls: 1, mode: callMode, stopOnError: false });
+      await nextMessage(worker, (m) => m.busy !== undefined);
+      await worker.terminate();
+      const r = await run;
+      const counts = { ok: r.ok, closed: r.closed, jsErrors: r.jsErrors, conversionErrors: r.conversionErrors,
+                       otherErrors: r.otherErrors, firstError: r.firstError };
+      assert.deepEqual({ ok: r.ok, closed: r.closed }, { ok: 0, closed: 1 }, `${callMode}: ${JSON.stringify(counts)}`);
+    }
+  });
+}
+
+// The same race left to chance: Workers started, called and terminated at varied points. The callee
+// returns a never-settling Promise at once ('pending') or after blocking in native code for 0 to 1 ms
+// ('pending-late'), and the Worker is terminated on the busy message of the first or the second call, or
+// a few event-loop turns after the calls were made (before or after the callee ran). Every call must end as
+// ok (the callee had returned a value) or CLOSED, never as another category.
+test('Worker start / call / terminate at varied points: every call ends ok or CLOSED', T, async () => {
+  const rounds = 12;
+  const lateMs = [0, 0.02, 0.1, 0.3, 1];
+  const seen = {};
+  for (let k = 0; k < rounds; k++) {
+    const { worker, id } = await startBlockingWorker(k % 4 < 2 ? 'pending-late' : 'pending', k % 3 === 1 ? 1 : 0,
+                                                     lateMs[k % lateMs.length]);
+    const run = addon.runCalls(id, { a: 'a', b: 'b', calls: 2, mode: k % 2 ? 'async' : 'sync', stopOnError: false });
+    if (k % 3 !== 2) await nextMessage(worker, (m) => m.busy !== undefined);
+    else for (let t = 0; t < k % 5; t++) await new Promise((r) => setImmediate(r));
+    await worker.terminate();
+    const r = await run;
+    const other = r.jsErrors + r.conversionErrors + r.otherErrors;
+    if (other > 0) seen[r.firstError] = (seen[r.firstError] ?? 0) + 1;
+    assert.equal(r.ok + r.closed + other, 2);
+  }
+  assert.deepEqual(seen, {}, `calls that ended with neither ok nor CLOSED, by first error, in ${rounds} rounds`);
 });
 
 test('Promises from a Worker: calls into a Worker whose function is async', T, async () => {

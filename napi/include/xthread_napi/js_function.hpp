@@ -42,8 +42,10 @@
 //   ClosedError     the function was released or aborted, or its environment is being torn down (the
 //                   Worker it lives in exits) or the process is exiting (process.exit(), an uncaught
 //                   exception): queued calls that never ran, calls in flight whose JS execution was
-//                   terminated or ended the process, and every later call get this. It is
-//                   xthread::ClosedError (one type with the core library), not an xthread_napi::Error.
+//                   terminated or ended the process, calls whose callee had not settled when a Node-API
+//                   step of the bridge (looking up `then`, attaching to the Promise, a conversion) was
+//                   refused because the environment stopped running JS, and every later call get this.
+//                   It is xthread::ClosedError (one type with the core library), not an xthread_napi::Error.
 //   NapiError       a Node-API call failed unexpectedly; carries the napi_status.
 //
 // Lifetime
@@ -360,6 +362,26 @@ struct Convert<std::vector<std::uint8_t>> {
 
 namespace detail {
 
+// The environment shutting down, seen from its own JS thread. worker.terminate() (and process.exit() in a
+// Worker) first marks the environment as stopping and then terminates its isolate. From then on Node
+// refuses every Node-API call that could run JS, leaving no exception pending: napi_cannot_run_js for an
+// add-on built against a newer Node-API, napi_pending_exception with nothing pending for the others (this
+// header's NAPI_VERSION 8; checked on Node 20). A call that was running JS when the isolate was terminated
+// returns napi_pending_exception with a pending "exception" whose value is null (see error_from_js_value).
+// napi_cannot_run_js is spelled as its number: older Node-API headers do not name it.
+inline constexpr int kCannotRunJsStatus = 23;
+inline constexpr const char* kCannotRunJsReason =
+    "the JS environment is shutting down (worker.terminate() or process.exit() in a Worker) and runs no more JS";
+
+// JS thread. True when a Node-API call that returned `status` was refused because `env` can no longer run
+// JS (see above), not because JS threw. Must be asked before anything clears or raises an exception.
+inline bool refused_to_run_js(napi_env env, napi_status status) noexcept {
+  if (static_cast<int>(status) == kCannotRunJsStatus) return true;
+  if (status != napi_pending_exception) return false;
+  bool pending = true;
+  return napi_is_exception_pending(env, &pending) == napi_ok && !pending;
+}
+
 // Turns a thrown JS value, or a Promise's rejection value, into a C++ exception object: JsError with the
 // error's message, name and stack (String(value) for a non-object). `thrown` says the value came from a
 // failed call, where a null that cannot even be converted means the isolate was terminated (ClosedError).
@@ -389,8 +411,9 @@ inline std::exception_ptr error_from_js_value(napi_env env, napi_value exception
     };
     if (type == napi_undefined || type == napi_null) {
       // A terminated isolate (worker.terminate(), environment teardown) reports a pending "exception"
-      // whose value is null, and refuses to run anything more, so even String(value) fails. A plain
-      // `throw null` / `throw undefined` still converts and is reported as a JsError below.
+      // whose value is null, and its environment, already marked as stopping, refuses to run anything
+      // more, so even String(value) fails. A plain `throw null` / `throw undefined` still converts and is
+      // reported as a JsError below.
       auto plain = text(exception, nullptr);
       if (!plain && thrown) return closed_error("JS execution was terminated (environment shutting down)");
       return std::make_exception_ptr(JsError(plain.value_or(type == napi_null ? "null" : "undefined"), "", ""));
@@ -409,8 +432,10 @@ inline std::exception_ptr error_from_js_value(napi_env env, napi_value exception
 }
 
 // Turns the pending JS exception (after a napi call returned napi_pending_exception) into a C++ exception
-// object. Never throws; runs on the JS thread.
+// object; none pending means the environment refused to run JS (ClosedError). Never throws; runs on the JS
+// thread.
 inline std::exception_ptr take_js_exception(napi_env env) noexcept {
+  if (refused_to_run_js(env, napi_pending_exception)) return closed_error(kCannotRunJsReason);
   napi_value exception = nullptr;
   if (napi_get_and_clear_last_exception(env, &exception) != napi_ok || exception == nullptr) {
     return closed_error("JS execution failed and left no exception (terminated?)");
@@ -418,16 +443,48 @@ inline std::exception_ptr take_js_exception(napi_env env) noexcept {
   return error_from_js_value(env, exception, true);
 }
 
+// The exception for a Node-API call `call` that returned `status` (not napi_ok): the JS exception it left
+// pending, whatever the status (napi_get_named_property reports a throwing getter as napi_generic_failure;
+// take_js_exception, which clears it), ClosedError when the environment refused to run JS, else NapiError.
+// JS thread.
+inline std::exception_ptr call_failure(napi_env env, napi_status status, const char* call) noexcept {
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) == napi_ok && pending) return take_js_exception(env);
+  if (refused_to_run_js(env, status)) return closed_error(kCannotRunJsReason);
+  return std::make_exception_ptr(NapiError(call, status));
+}
+
+// JS thread. `error` as a call reports it: a NapiError from a Node-API call that `env` refused because it
+// can no longer run JS becomes ClosedError (the call failed because its environment is going away). Every
+// other error is kept, a JsError or ConversionError included. Asked right where the error was caught, before
+// any other Node-API call.
+inline std::exception_ptr closed_if_refused(napi_env env, std::exception_ptr error) noexcept {
+  try {
+    std::rethrow_exception(error);
+  } catch (const NapiError& e) {
+    if (refused_to_run_js(env, e.status())) return closed_error(kCannotRunJsReason);
+  } catch (...) {
+  }
+  return error;
+}
+
 // The `then` method of `value` when it is a Promise or another thenable (an object or function with a
 // callable `then`), else nullptr. A `then` getter that throws makes it "not a thenable" (the exception is
-// cleared). JS thread.
-inline napi_value then_method(napi_env env, napi_value value) noexcept {
+// cleared). When the lookup fails because the environment is shutting down (it refused to run JS, or the
+// getter's JS was terminated), throws ClosedError instead: a Promise is then not mistaken for a plain
+// object. JS thread.
+inline napi_value then_method(napi_env env, napi_value value) {
   napi_valuetype type = napi_undefined;
   if (napi_typeof(env, value, &type) != napi_ok || (type != napi_object && type != napi_function)) return nullptr;
   napi_value then = nullptr;
-  if (napi_get_named_property(env, value, "then", &then) != napi_ok) {
-    napi_value ignored = nullptr;
-    napi_get_and_clear_last_exception(env, &ignored);
+  if (const napi_status status = napi_get_named_property(env, value, "then", &then); status != napi_ok) {
+    std::exception_ptr error = call_failure(env, status, "napi_get_named_property");  // clears the exception
+    try {
+      std::rethrow_exception(error);
+    } catch (const ClosedError&) {
+      throw;
+    } catch (...) {
+    }
     return nullptr;
   }
   if (napi_typeof(env, then, &type) != napi_ok || type != napi_function) return nullptr;
@@ -443,8 +500,7 @@ napi_value call_function(napi_env env, napi_value fn, const Tuple& args, std::in
   check(napi_get_undefined(env, &recv), "napi_get_undefined");
   napi_value result = nullptr;
   napi_status status = napi_call_function(env, recv, fn, argv.size(), argv.data(), &result);
-  if (status == napi_pending_exception) std::rethrow_exception(take_js_exception(env));
-  check(status, "napi_call_function");
+  if (status != napi_ok) std::rethrow_exception(call_failure(env, status, "napi_call_function"));
   return result;
 }
 template <class Tuple>
@@ -499,7 +555,7 @@ class CallBase {
 
 // Attaches settle callbacks to `result` when it is a thenable and `call` should await it: returns true
 // then (the call awaits). A `then` that throws settles the call with that exception. JS thread; throws
-// NapiError.
+// NapiError, or ClosedError when the environment stopped running JS before the callbacks were attached.
 inline bool await_thenable(napi_env env, napi_value result, CallBase* call);
 
 // Holds either a value or an exception.
@@ -518,7 +574,7 @@ struct Outcome {
         value.emplace(Convert<R>::from_js(env, result));
       }
     } catch (...) {
-      error = std::current_exception();
+      error = closed_if_refused(env, std::current_exception());
     }
   }
   // Calls fn(args...) and converts what it returned. Returns false, setting nothing, when the call awaits
@@ -530,7 +586,7 @@ struct Outcome {
       if (await_thenable(env, result, call)) return false;
       convert(env, result);
     } catch (...) {
-      error = std::current_exception();
+      error = closed_if_refused(env, std::current_exception());
     }
     return true;
   }
@@ -889,7 +945,12 @@ class Core : public std::enable_shared_from_this<Core> {
     napi_value fn = nullptr;
     check(napi_get_reference_value(env_, fn_ref_, &fn), "napi_get_reference_value");
     if (fn == nullptr) throw ClosedError("the function was collected");
-    napi_value result = call_function(env_, fn, std::tuple<const A&...>(args...));
+    napi_value result = nullptr;
+    try {
+      result = call_function(env_, fn, std::tuple<const A&...>(args...));
+    } catch (const NapiError&) {
+      std::rethrow_exception(closed_if_refused(env_, std::current_exception()));
+    }
     if (await_promises_ && then_method(env_, result) != nullptr) {
       throw Error(
           "xthread_napi: call_sync on the JS thread cannot wait for the Promise the function returned: the "
@@ -1097,8 +1158,7 @@ inline bool await_thenable(napi_env env, napi_value result, CallBase* call) {
   if (status != napi_ok) {
     // then() threw (or failed): unless a callback already ran (it then owns the call's end), the call is
     // over with that error and call_js finishes it.
-    std::exception_ptr error = status == napi_pending_exception ? take_js_exception(env)
-                                                                : std::make_exception_ptr(NapiError("then", status));
+    std::exception_ptr error = call_failure(env, status, "then");
     if (!call->settled_js.exchange(true, std::memory_order_acq_rel)) {
       call->fail(std::move(error));
       awaiting = false;
