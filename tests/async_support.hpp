@@ -1,5 +1,6 @@
 // Helpers for tests of calls between threads: a loop blocker that fills a loop's queue
-// deterministically, and the smallest coroutine type (so tests of awaitables need no Task).
+// deterministically, and (from coro_support.hpp) the smallest coroutine type, Detached, so tests of
+// awaitables need no Task.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <thread>
 
+#include "coro_support.hpp"
 #include "xthread/event_loop.hpp"
 
 namespace xthread_test {
@@ -52,17 +54,5 @@ class LoopBlocker {
   asm volatile("" ::: "memory");
   return std::this_thread::get_id();
 }
-
-/// An eager coroutine that destroys its own frame when it ends: the smallest coroutine type, and one
-/// whose promise does not restrict await_transform.
-struct Detached {
-  struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
 
 }  // namespace xthread_test

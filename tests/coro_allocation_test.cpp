@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <new>
 #include <stop_token>
@@ -40,9 +42,17 @@ long run_counting(xthread::Task<long> task, std::atomic<bool>& done) {
   [](xthread::Task<long> inner, long& out, std::atomic<bool>& finished) -> xthread_test::Detached {
     out = co_await std::move(inner);
     finished.store(true, std::memory_order_release);
-    finished.notify_one();
   }(std::move(task), result, done);
-  done.wait(false, std::memory_order_acquire);
+  // Bounded: a hop that never comes back must fail the test, not hang it. Polling, not a timed wait:
+  // nothing here may allocate while counting.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds{60};
+  while (!done.load(std::memory_order_acquire)) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      std::fputs("coro_allocation_test: the counted task did not finish within 60 s\n", stderr);
+      std::abort();  // the task still refers to this frame: no way to fail and return
+    }
+    std::this_thread::yield();
+  }
   counting.store(false);
   return result;
 }
