@@ -63,7 +63,19 @@ xthread_test::Detached await_several(Function& f, int coroutine, Ledger& ledger)
 }
 
 enum class Closer { abort, release, stop_callee_loop, stop_awaiting_loop, drop_awaiting_pool, none };
-constexpr int kClosers = 6;
+constexpr int kClosers = static_cast<int>(Closer::none) + 1;
+
+/// Waits (at most 20 s) until `started` start tasks of `posted` ran; false on timeout. A stop or drop
+/// after that races the continuations coming back, not the starts (a dropped start never runs its
+/// coroutine).
+bool wait_for_starts(const std::atomic<int>& started, int posted) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{20};
+  while (started.load() != posted) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -110,22 +122,14 @@ TEST(ThreadSafeFunctionAsyncStress, ManyCoroutinesRaceClosingAndLoopStops) {
               case Closer::stop_awaiting_loop: {
                 // Not before the queued starts ran (a stopped loop discards them): the stop races the
                 // continuations coming back, which is the point.
-                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{20};
-                while (ledger.started_on_a.load() != posted_on_a) {
-                  ASSERT_LT(std::chrono::steady_clock::now(), until) << "home_a never ran its start tasks";
-                  std::this_thread::yield();
-                }
+                ASSERT_TRUE(wait_for_starts(ledger.started_on_a, posted_on_a)) << "home_a never ran its start tasks";
                 home_a->loop().stop();
                 break;
               }
               case Closer::drop_awaiting_pool: {
                 // As for home_a: after the starts ran, so the drop races the continuations coming back
                 // (dropped, they resume on this thread inside shutdown()).
-                const auto until = std::chrono::steady_clock::now() + std::chrono::seconds{20};
-                while (ledger.started_on_pool.load() != posted_on_pool) {
-                  ASSERT_LT(std::chrono::steady_clock::now(), until) << "home_pool never ran its start tasks";
-                  std::this_thread::yield();
-                }
+                ASSERT_TRUE(wait_for_starts(ledger.started_on_pool, posted_on_pool)) << "home_pool never ran its start tasks";
                 (void)home_pool->shutdown(xthread::Shutdown::drop);
                 break;
               }
