@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <random>
@@ -112,6 +113,67 @@ TEST(Future, ANegativeTimeoutIsAPoll) {
   EXPECT_EQ(future.wait_for(-5s), std::future_status::timeout);
   EXPECT_EQ(future.wait_for(std::chrono::nanoseconds::min()), std::future_status::timeout);
   EXPECT_EQ(future.wait_until(std::chrono::steady_clock::time_point::min()), std::future_status::timeout);
+  gate.open();
+  future.get();
+}
+
+// Promise attacked: "wait_until: any clock and duration; it saturates" (issue #22, item 2). A far
+// deadline in a coarse duration (hours, seconds) used to overflow int64 when compared with a
+// nanosecond `now`, so "wait forever" returned timeout at once (UBSan: signed overflow in chrono).
+// Each waiter must go to sleep in the kernel and return `ready` only once the task finishes.
+TEST(Future, AFarDeadlineInACoarseDurationWaitsForTheResult) {
+  using std::chrono::hours;
+  using std::chrono::seconds;
+  using std::chrono::steady_clock;
+  using std::chrono::system_clock;
+  const auto steady_now_hours = std::chrono::time_point_cast<hours>(steady_clock::now());
+  const std::vector<std::function<std::future_status(xthread::Future<int>&)>> waits = {
+      [](auto& f) { return f.wait_until(std::chrono::time_point<steady_clock, hours>::max()); },
+      [](auto& f) { return f.wait_until(std::chrono::time_point<system_clock, seconds>::max()); },
+      [](auto& f) { return f.wait_until(std::chrono::time_point<system_clock, hours>::max()); },
+      [steady_now_hours](auto& f) { return f.wait_until(steady_now_hours + hours{10'000'000}); },
+      [](auto& f) { return f.wait_until(std::chrono::time_point_cast<hours>(system_clock::now()) + hours{10'000'000}); },
+      [](auto& f) { return f.wait_until(std::chrono::time_point<steady_clock, std::chrono::duration<double>>::max()); },
+      [](auto& f) { return f.wait_for(std::chrono::duration<double, std::ratio<3600>>{1e300}); },
+  };
+  xthread::ThreadPool pool{1};
+  for (std::size_t i = 0; i < waits.size(); ++i) {
+    SCOPED_TRACE("wait #" + std::to_string(i));
+    Gate gate;
+    auto future = pool.submit([&gate] {
+      gate.pass();
+      return 7;
+    });
+    std::atomic<int> status{-1};
+    std::thread waiter([&] {
+      pthread_setname_np(pthread_self(), "far-deadline");
+      status.store(static_cast<int>(waits[i](future)), std::memory_order_release);
+    });
+    // A waiter that returned at once never sleeps; it has already stored its (wrong) status then.
+    const bool slept = xthread_test::eventually(
+        [&] { return status.load(std::memory_order_acquire) != -1 || xthread_test::all_threads_sleeping("far-deadline"); });
+    EXPECT_TRUE(slept);
+    EXPECT_EQ(status.load(std::memory_order_acquire), -1) << "returned before the task finished";
+    gate.open();
+    waiter.join();
+    EXPECT_EQ(status.load(), static_cast<int>(std::future_status::ready));
+    EXPECT_EQ(future.get(), 7);
+  }
+}
+
+// The other end of the same conversion: a deadline far in the past, in a coarse duration, is a poll
+// (it used to overflow too; under ASan it waited about 200 ms).
+TEST(Future, AFarPastDeadlineInACoarseDurationIsAPoll) {
+  using std::chrono::hours;
+  xthread::ThreadPool pool{1};
+  Gate gate;
+  auto future = pool.submit([&gate] { gate.pass(); });
+  EXPECT_EQ(future.wait_until(std::chrono::time_point<std::chrono::steady_clock, hours>::min()), std::future_status::timeout);
+  EXPECT_EQ(future.wait_until(std::chrono::time_point<std::chrono::system_clock, std::chrono::seconds>::min()),
+            std::future_status::timeout);
+  EXPECT_EQ(future.wait_until(std::chrono::time_point_cast<hours>(std::chrono::steady_clock::now()) - hours{10'000'000}),
+            std::future_status::timeout);
+  EXPECT_EQ(future.wait_for(std::chrono::duration<double>{-1e300}), std::future_status::timeout);
   gate.open();
   future.get();
 }

@@ -266,15 +266,21 @@ class [[nodiscard]] Future {
     const auto deadline = detail::saturating_add(detail::SteadyClock::now(), detail::saturating_nanoseconds(timeout));
     return state_->wait_until(deadline) ? std::future_status::ready : std::future_status::timeout;
   }
+  /// Any clock and duration; it saturates: a deadline beyond what nanoseconds count (e.g.
+  /// `time_point<Clock, hours>::max()`) waits forever, one at or before now is a poll.
   template <class Clock, class Duration>
   std::future_status wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
     check();
     for (;;) {  // re-read Clock: a non-steady clock may be set while we wait
-      const auto now = Clock::now();
-      // Only a future deadline is subtracted from: `deadline - now` could overflow otherwise.
-      const auto left = deadline <= now ? std::chrono::nanoseconds::zero() : detail::saturating_nanoseconds(deadline - now);
-      if (state_->wait_until(detail::saturating_add(detail::SteadyClock::now(), left))) return std::future_status::ready;
-      if (Clock::now() >= deadline) return std::future_status::timeout;
+      // Saturating: a coarse deadline (time_point<Clock, hours>::max()) must not overflow into the past.
+      const auto left = detail::saturating_time_left(deadline, Clock::now());
+      const auto steady_deadline = left == std::chrono::nanoseconds::max()
+                                       ? detail::SteadyClock::time_point::max()  // beyond range: forever
+                                       : detail::saturating_add(detail::SteadyClock::now(), left);
+      if (state_->wait_until(steady_deadline)) return std::future_status::ready;
+      if (detail::saturating_time_left(deadline, Clock::now()) == std::chrono::nanoseconds::zero()) {
+        return std::future_status::timeout;
+      }
     }
   }
 

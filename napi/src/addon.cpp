@@ -23,7 +23,9 @@
 // Errors thrown or rejected here are JS Errors whose `code` is one of XTHREAD_NAPI_JS_ERROR,
 // XTHREAD_NAPI_CLOSED, XTHREAD_NAPI_CONVERSION, XTHREAD_NAPI_NAPI, XTHREAD_NAPI_ERROR, XTHREAD_NAPI_ARG.
 #include <xthread_napi/js_function.hpp>
+#include <xthread/detail/saturating_time.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -749,8 +751,18 @@ napi_value JoinThreadCalls(napi_env env, napi_callback_info info) {
     }
     {
       std::unique_lock<std::mutex> lock(record->mutex);
-      const bool finished = record->finished_cv.wait_for(
-          lock, std::chrono::duration<double, std::milli>(timeout_ms), [record] { return record->finished; });
+      // Saturating: Infinity or 1e300 ms waits forever, NaN or a negative value is a poll (a plain
+      // wait_for would overflow converting them to the clock's nanoseconds).
+      const auto timeout = xthread::detail::saturating_nanoseconds(std::chrono::duration<double, std::milli>(timeout_ms));
+      const auto done = [record] { return record->finished; };
+      const auto deadline =
+          xthread::detail::saturating_add(std::chrono::steady_clock::now(), std::max(timeout, std::chrono::nanoseconds{0}));
+      bool finished = true;
+      if (deadline == std::chrono::steady_clock::time_point::max()) {
+        record->finished_cv.wait(lock, done);
+      } else {
+        finished = record->finished_cv.wait_until(lock, deadline, done);
+      }
       if (!finished) throw ArgError("still running");
     }
     if (record->thread.joinable()) record->thread.join();

@@ -174,6 +174,8 @@ std::chrono::nanoseconds duration_item(std::string_view item, std::string_view l
 }  // namespace
 
 std::uint64_t parse_count(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  // A single value is taken as typed: ' 5' is a quoting slip, not a number (list items may be padded).
+  if (trim(text) != text) throw UsageError(in_quotes(text) + " is not an integer in " + count_range(min, max));
   return count_item(text, text, min, max);
 }
 
@@ -185,6 +187,10 @@ std::vector<std::uint64_t> parse_count_list(std::string_view text, std::uint64_t
 
 std::chrono::nanoseconds parse_duration_in(std::string_view text, std::chrono::nanoseconds min,
                                            std::chrono::nanoseconds max) {
+  if (trim(text) != text) {
+    throw UsageError(in_quotes(text) + " is not a duration in " + duration_range(min, max) +
+                     " (spaces around the value; units ns, us, ms, s, e.g. 100us, 1.5ms, 2s)");
+  }
   return duration_item(text, text, min, max);
 }
 

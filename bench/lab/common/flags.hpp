@@ -68,6 +68,8 @@ std::string join(const std::vector<std::string>& items, std::string_view separat
 // The parse_* functions below throw UsageError("<why>"): the message quotes the text and states the
 // range but does not name the flag (CLI11 prefixes "--flag: "; for_flag() does the same elsewhere).
 
+// A single value is taken exactly as typed: surrounding spaces are rejected (`--calls ' 5'` is a quoting
+// slip); the items of a list may have spaces around them.
 // An integer (digits only) in [min, max].
 std::uint64_t parse_count(std::string_view text, std::uint64_t min, std::uint64_t max);
 // A comma list of such integers (no empty items).

@@ -239,7 +239,8 @@ void register_xcall_command(CLI::App& app, CommandResult& result) {
       ->check(checked_by("N in 1.." + std::to_string(kMaxLoadFib), [](const std::string& v) { parse_load_fib(v); }));
   sub->add_option("--gap", flags->gap, "random pause before each call, MIN-MAX or VALUE (default 0-200us idle, 0-8ms loaded)")
       ->type_name("DURATIONS")
-      ->check(checked_by("each 0.." + duration_text(kMaxGap), [](const std::string& v) { parse_gap(v); }));
+      ->check(checked_by("each 0.." + duration_text(kMaxGap), [](const std::string& v) { parse_gap(v); }))
+      ->excludes("--hot");  // --hot means no gap: the two contradict each other
   sub->add_option("--host", flags->hosts,
                   "how the main loop is driven, comma list of direct (its own run()), uv (inside a libuv loop), "
                   "uv-nested (libuv inside an outer epoll loop that queues each wake-up as a task); each host "

@@ -23,4 +23,20 @@ constexpr std::chrono::nanoseconds saturating_nanoseconds(std::chrono::duration<
   return std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
 }
 
+/// The time left from `now` until `deadline` (two points of one clock, any durations), in
+/// nanoseconds: zero when the deadline is not in the future, nanoseconds::max() when it lies beyond
+/// what nanoseconds can count ("never"). Both points are converted with saturation before anything is
+/// compared or subtracted, so `time_point<Clock, hours>::max()` and `::min()` never overflow.
+template <class Clock, class Deadline, class Now>
+constexpr std::chrono::nanoseconds saturating_time_left(std::chrono::time_point<Clock, Deadline> deadline,
+                                                        std::chrono::time_point<Clock, Now> now) noexcept {
+  const std::int64_t until = saturating_nanoseconds(deadline.time_since_epoch()).count();
+  const std::int64_t from = saturating_nanoseconds(now.time_since_epoch()).count();
+  if (until == std::numeric_limits<std::int64_t>::max()) return std::chrono::nanoseconds::max();
+  if (until <= from) return std::chrono::nanoseconds::zero();
+  std::int64_t left = 0;
+  if (__builtin_sub_overflow(until, from, &left)) return std::chrono::nanoseconds::max();
+  return std::chrono::nanoseconds{left};
+}
+
 }  // namespace xthread::detail

@@ -66,6 +66,11 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_calls_negative", "xcall", "--calls", "-5"},
         BadFlag{"xcall_calls_garbage", "xcall", "--calls", "lots"},
         BadFlag{"xcall_calls_fraction", "xcall", "--calls", "2.5"},
+        // A single value is taken as typed (issue #22, item 8): surrounding spaces are a quoting slip.
+        BadFlag{"xcall_calls_leading_space", "xcall", "--calls", " 5"},
+        BadFlag{"xcall_calls_trailing_tab", "xcall", "--calls", "5\t"},
+        BadFlag{"xcall_seed_leading_space", "xcall", "--seed", " 7"},
+        BadFlag{"xcall_backlog_task_work_leading_space", "xcall", "--backlog-task-work", " 5us"},
         BadFlag{"xcall_warmup_huge", "xcall", "--warmup", "1000001"},
         BadFlag{"xcall_warmup_empty", "xcall", "--warmup", ""},
         BadFlag{"xcall_seed_zero", "xcall", "--seed", "0"},
@@ -102,6 +107,7 @@ INSTANTIATE_TEST_SUITE_P(
         // napi (checked before node is looked for)
         BadFlag{"napi_calls_huge", "napi", "--calls", "99999999999"},
         BadFlag{"napi_calls_empty", "napi", "--calls", ""},
+        BadFlag{"napi_calls_leading_space", "napi", "--calls", " 5"},
         BadFlag{"napi_floor_round_trips_huge", "napi", "--floor-round-trips", "99999999999999"},
         BadFlag{"napi_seed_beyond_node", "napi", "--seed", "10000001"},
         BadFlag{"napi_work_too_long", "napi", "--work", "11s"},
@@ -128,6 +134,27 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"pool_pools_empty", "pool", "--pools", ""},
         BadFlag{"pool_out_empty", "pool", "--out", ""}),
     [](const ::testing::TestParamInfo<BadFlag>& info) { return std::string(info.param.name); });
+
+// Flags that contradict each other (issue #22, item 8): --hot means back-to-back calls with no gap, so
+// --hot with --gap is bad input — exit 2 with one line, before anything runs.
+TEST(FlagRange, HotAndGapTogetherExitTwoWithOneLine) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"xcall", "--hot", "--gap", "1ms"},
+                                               std::vector<std::string>{"xcall", "--gap", "0-1ms", "--hot"}}) {
+    TempDir tmp;
+    auto with_out = args;
+    with_out.insert(with_out.end(), {"--out", (tmp.path() / "results").string()});
+    const auto r = run_bench(with_out, 10s);
+    ASSERT_FALSE(r.timed_out);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.out, "");
+    const auto err = lines(r.err);
+    ASSERT_EQ(err.size(), 1u) << r.err;
+    EXPECT_EQ(err[0].rfind("xthread-bench: error: ", 0), 0u) << err[0];
+    EXPECT_NE(err[0].find("--hot"), std::string::npos) << err[0];
+    EXPECT_NE(err[0].find("--gap"), std::string::npos) << err[0];
+    EXPECT_TRUE(std::filesystem::is_empty(tmp.path()));
+  }
+}
 
 // The range of each bounded flag is in --help.
 TEST(FlagRange, HelpStatesTheRanges) {
