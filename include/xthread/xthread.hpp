@@ -1,5 +1,5 @@
 // xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
-// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors.
+// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors, the version.
 #pragma once
 
 #include "xthread/coro.hpp"
@@ -11,3 +11,4 @@
 #include "xthread/task_group.hpp"
 #include "xthread/thread_pool.hpp"
 #include "xthread/thread_safe_function.hpp"
+#include "xthread/version.hpp"

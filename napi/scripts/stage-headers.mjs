@@ -4,7 +4,8 @@
 //                                          followed transitively from js_function.hpp) from the
 //                                          repository's include/ into include/xthread/, so the package's one
 //                                          include folder holds everything it needs
-//   node scripts/stage-headers.mjs clean   removes include/xthread/ again (it is gitignored)
+//                                          and the repository's LICENSE into the package root
+//   node scripts/stage-headers.mjs clean   removes include/xthread/ and LICENSE again (both gitignored)
 //   node scripts/stage-headers.mjs list    prints the staged headers' paths relative to include/, one per line
 //
 // A failed stage exits 1, which makes npm pack fail instead of writing a tarball that does not compile.
@@ -16,6 +17,8 @@ const napi = join(dirname(fileURLToPath(import.meta.url)), '..');
 const coreInclude = join(napi, '..', 'include');
 const packageInclude = join(napi, 'include');
 const bridgeHeader = join(packageInclude, 'xthread_napi', 'js_function.hpp');
+const license = join(napi, '..', 'LICENSE');
+const packageLicense = join(napi, 'LICENSE');
 const shown = (p) => relative(process.cwd(), p) || '.';
 
 function fail(message) {
@@ -54,14 +57,16 @@ if (action === 'stage' || action === 'list') {
         mkdirSync(dirname(join(packageInclude, header)), { recursive: true });
         copyFileSync(join(coreInclude, header), join(packageInclude, header));
       }
+      copyFileSync(license, packageLicense);  // the package ships the project's MIT license (files: LICENSE)
     } catch (error) {
       fail(`cannot stage the headers: ${error.message}`);
     }
     console.error(`xthread-napi: staged ${headers.join(', ')} from ${shown(coreInclude)} into ` +
-                  `${shown(packageInclude)} (removed again by postpack)`);
+                  `${shown(packageInclude)}, and ${shown(license)} (removed again by postpack)`);
   }
 } else if (action === 'clean') {
   rmSync(join(packageInclude, 'xthread'), { recursive: true, force: true });
+  rmSync(packageLicense, { force: true });
 } else {
   fail('usage: node scripts/stage-headers.mjs stage|clean|list');
 }

@@ -24,7 +24,8 @@ test('package.json: name, entry point, engines, license, no dependencies, pack s
   assert.equal(pkg.name, 'xthread-napi');
   assert.equal(pkg.main, 'index.js');
   assert.equal(pkg.engines?.node, '>=18');
-  assert.equal(pkg.license, 'UNLICENSED');
+  assert.equal(pkg.license, 'MIT');
+  assert.match(readFileSync(join(root, 'LICENSE'), 'utf8'), /^MIT License\n\nCopyright \(c\) \d{4} the xthread authors\n/);
   assert.equal(pkg.private, undefined);
   for (const key of ['dependencies', 'peerDependencies', 'optionalDependencies', 'bundleDependencies']) {
     assert.equal(pkg[key], undefined, key);
@@ -34,10 +35,11 @@ test('package.json: name, entry point, engines, license, no dependencies, pack s
   assert.ok(existsSync(join(napi, 'scripts', 'stage-headers.mjs')));
 });
 
-test('files: the bridge header, the staged core headers, index.js, the gyp helper and the README', () => {
-  assert.deepEqual([...pkg.files].sort(), ['README.md', 'include/xthread/', 'include/xthread_napi/js_function.hpp',
+test('files: the bridge header, the staged core headers, index.js, the gyp helper, the README and the license', () => {
+  assert.deepEqual([...pkg.files].sort(), ['LICENSE', 'README.md', 'include/xthread/', 'include/xthread_napi/js_function.hpp',
                                            'index.js', 'xthread_napi.gyp']);
-  for (const file of pkg.files.filter((f) => f !== 'include/xthread/')) {
+  // include/xthread/ and LICENSE are staged by prepack from the repository (see below).
+  for (const file of pkg.files.filter((f) => f !== 'include/xthread/' && f !== 'LICENSE')) {
     assert.ok(existsSync(join(napi, file)), `${file} is missing`);
   }
   // include/xthread/ is staged by prepack: every core header the bridge includes, transitively, from the
@@ -74,6 +76,7 @@ test('xthread_napi.gyp names the target and adds the include folder, NAPI_VERSIO
 
 test('the staged header folder is gitignored and the CMake target puts the root include/ first', () => {
   assert.match(readFileSync(join(root, '.gitignore'), 'utf8'), /^napi\/include\/xthread\/$/m);
+  assert.match(readFileSync(join(root, '.gitignore'), 'utf8'), /^napi\/LICENSE$/m);
   const cmake = readFileSync(join(napi, 'CMakeLists.txt'), 'utf8');
   assert.match(cmake, /target_include_directories\(xthread_napi INTERFACE \$\{CMAKE_CURRENT_SOURCE_DIR\}\/\.\.\/include\s+\$\{CMAKE_CURRENT_SOURCE_DIR\}\/include\)/);
 });
