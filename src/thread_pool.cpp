@@ -50,9 +50,12 @@ thread_local std::size_t producer_cursor = producer_seed.fetch_add(kProducerRun,
 ///
 /// Locks: each Shard has two queues, each behind its own mutex: the inbox (taken per post) and the ready
 /// queue (taken per claim: one task per lock; a worker whose shard's ready queue is empty takes the
-/// whole inbox into it in one swap, holding both). mutex_ guards the worker lists and idle waiting
-/// (never taken on the per-task path); shutdown_mutex_ serializes shutdown(). Order: shutdown_mutex_ →
-/// mutex_; ready_mutex → inbox_mutex of the same shard; no other lock is held with a shard lock.
+/// whole inbox into it in one swap, holding both). mutex_ guards the worker lists, idle waiting and the
+/// shutdown phase (never taken on the per-task path). Order: ready_mutex → inbox_mutex of the same
+/// shard; no other lock is held with a shard lock, and none with mutex_. No user code (a task, its
+/// destructor, a hook, on_error) runs while a lock of the pool is held — except a task's noexcept
+/// move constructor, which runs under a queue lock when the task is queued and taken (see
+/// ThreadPool's class comment).
 ///
 /// Ownership: shared by the ThreadPool and by coroutines that will resume on this pool (ResumeSite,
 /// from a worker). The ThreadPool's destructor shuts the engine down (drain, join) whatever other
@@ -68,6 +71,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
     shard_count_ = std::min(threads, kMaxShards);
     shards_ = std::make_unique<Shard[]>(shard_count_);
+    dropped_ = std::make_unique<TaskQueue<PoolTask>[]>(2 * shard_count_);  // empty queues: no blocks yet
     std::uint32_t spawned = 0;
     try {
       MutexLock lock(mutex_);
@@ -174,13 +178,21 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     return stats;
   }
 
+  /// See ThreadPool::shutdown. A state machine instead of a mutex held across the call: the call that
+  /// moves the pool from open to closing owns the shutdown; a call on the owner's own thread (from user
+  /// code the drop runs) returns 0 at once, and a call on any other thread waits until closed.
   std::size_t shutdown(Shutdown mode) {
     check_not_own_worker("shutdown");
-    MutexLock serial(shutdown_mutex_);
     std::vector<std::unique_ptr<Worker>> to_join;
     {
       MutexLock lock(mutex_);
-      if (closing_.load(std::memory_order_relaxed) && workers_.empty() && retired_.empty()) return 0;
+      if (shutdown_phase_ == ShutdownPhase::closing && shutdown_owner_ == std::this_thread::get_id()) return 0;
+      if (shutdown_phase_ != ShutdownPhase::open) {
+        while (shutdown_phase_ != ShutdownPhase::closed) shut_down_.wait(lock.native());
+        return 0;
+      }
+      shutdown_phase_ = ShutdownPhase::closing;
+      shutdown_owner_ = std::this_thread::get_id();
       closing_.store(true, std::memory_order_seq_cst);
       if (mode == Shutdown::drop) dropping_.store(true, std::memory_order_seq_cst);
       paused_.store(false, std::memory_order_seq_cst);  // drain runs everything, paused or not
@@ -194,22 +206,21 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     lock_every_shard_once();
     std::size_t dropped = 0;
     if (mode == Shutdown::drop) {
+      // Every queue first, so code run by the destruction below sees none of them pending.
       for (std::size_t i = 0; i < shard_count_; ++i) {
         Shard& shard = shards_[i];
-        TaskQueue<PoolTask> ready;
-        TaskQueue<PoolTask> inbox;
-        {
-          SpinLock ready_lock(shard.ready_mutex);
-          SpinLock inbox_lock(shard.inbox_mutex);
-          ready.swap(shard.ready);
-          inbox.swap(shard.inbox);
-          shard.ready_count.store(0, std::memory_order_seq_cst);
-          shard.moved.store(shard.pushed.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-        }
-        dropped += ready.size() + inbox.size();
-        ready.clear();  // outside the locks: destroying a submitted task completes its future
-        inbox.clear();
+        SpinLock ready_lock(shard.ready_mutex);
+        SpinLock inbox_lock(shard.inbox_mutex);
+        dropped_[2 * i].swap(shard.ready);
+        dropped_[2 * i + 1].swap(shard.inbox);
+        shard.ready_count.store(0, std::memory_order_seq_cst);
+        shard.moved.store(shard.pushed.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+        dropped += dropped_[2 * i].size() + dropped_[2 * i + 1].size();
       }
+      // Holding no lock of the pool, before the workers are joined (a running task may be waiting for
+      // a dropped task's future): destroying the tasks runs user code — destructors, futures' waiters,
+      // coroutines resumed with ClosedError — which may use the pool, even shut it down again.
+      for (std::size_t i = 0; i < 2 * shard_count_; ++i) dropped_[i].clear();
     }
     stopping_.store(true, std::memory_order_seq_cst);
     wake_all();
@@ -221,7 +232,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     {
       MutexLock lock(mutex_);
       completed_by_exited_ += completed;
+      shutdown_phase_ = ShutdownPhase::closed;
       became_idle_.notify_all();
+      shut_down_.notify_all();
     }
     return dropped;
   }
@@ -560,6 +573,10 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   std::size_t shard_count_ = 1;
   const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   std::unique_ptr<Shard[]> shards_;
+  // Shutdown::drop's unstarted tasks, two queues per shard (ready, inbox), held between taking them out
+  // of the shards and destroying them outside every lock. Used only by the shutdown call that owns
+  // the closing phase (see shutdown_phase_), so no lock: allocated up front, so drop cannot fail.
+  std::unique_ptr<TaskQueue<PoolTask>[]> dropped_;
 
   // Per-task path: atomics only.
   std::atomic<bool> paused_{false};
@@ -581,7 +598,11 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   std::vector<std::unique_ptr<Worker>> retired_ XTHREAD_GUARDED_BY(mutex_);  // exit after their task
   std::size_t next_index_ XTHREAD_GUARDED_BY(mutex_) = 0;
   std::uint64_t completed_by_exited_ XTHREAD_GUARDED_BY(mutex_) = 0;
-  Mutex shutdown_mutex_;  // serializes shutdown() calls
+  // shutdown(): open → closing (one call owns it, on shutdown_owner_'s thread) → closed (workers joined).
+  enum class ShutdownPhase : std::uint8_t { open, closing, closed };
+  ShutdownPhase shutdown_phase_ XTHREAD_GUARDED_BY(mutex_) = ShutdownPhase::open;
+  std::thread::id shutdown_owner_ XTHREAD_GUARDED_BY(mutex_);
+  std::condition_variable shut_down_;  // with mutex_: shutdown_phase_ became closed
 };
 
 std::shared_ptr<PoolCore> calling_thread_pool() noexcept {
@@ -618,6 +639,11 @@ void ThreadPool::pause() { core_->pause(); }
 void ThreadPool::resume() { core_->resume(); }
 ThreadPool::Stats ThreadPool::stats() const { return core_->stats(); }
 bool ThreadPool::in_worker_thread() const noexcept { return core_->in_worker_thread(); }
-std::size_t ThreadPool::shutdown(Shutdown mode) { return core_->shutdown(mode); }
+std::size_t ThreadPool::shutdown(Shutdown mode) {
+  // A local reference: code a drop runs may destroy this ThreadPool (its destructor's shutdown then
+  // returns at once), and the engine must outlive the call that is still finishing the job.
+  const std::shared_ptr<detail::PoolCore> core = core_;
+  return core->shutdown(mode);
+}
 
 }  // namespace xthread

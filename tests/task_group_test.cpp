@@ -3,14 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <future>
 #include <latch>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "test_support.hpp"
+
 using namespace std::chrono_literals;
 using xthread::ClosedError;
+using xthread::Shutdown;
 using xthread::TaskGroup;
 using xthread::ThreadPool;
 
@@ -122,4 +127,110 @@ TEST(TaskGroup, TasksMayAddMoreTasksToTheirGroup) {
   }
   group.wait();
   EXPECT_EQ(ran.load(), 20);
+}
+
+// ---- Issue #22: promises kept under shutdown, misuse and failure --------------------------------
+
+// Promise (submit/wait/destructor): a task the pool drops (shutdown(Shutdown::drop)) before it started
+// is settled like a cancelled one — its submit() Future holds ClosedError, wait() and the destructor
+// return — and drop's count is exactly the group's queued tasks. Queued tasks are held back both by
+// a blocked worker and by pause(); the futures settle before the blocked worker is joined.
+TEST(TaskGroup, ShutdownDropSettlesEveryQueuedTaskOfTheGroup) {
+  ThreadPool pool{2};
+  std::latch blocker_started{1};
+  std::latch release{1};
+  ASSERT_TRUE(pool.post([&] {  // not in the group: keeps one worker busy through the drop
+    blocker_started.count_down();
+    release.wait();
+  }));
+  blocker_started.wait();
+  pool.pause();
+  auto group = std::make_unique<TaskGroup>(pool);
+  std::atomic<int> ran{0};
+  std::vector<xthread::Future<int>> futures;
+  for (int i = 0; i < 20; ++i) futures.push_back(group->submit([&ran, i] {
+    ran.fetch_add(1);
+    return i;
+  }));
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(group->post([&] { ran.fetch_add(1); }));
+  std::size_t dropped = 0;
+  std::thread shutter([&] { dropped = pool.shutdown(Shutdown::drop); });
+  {
+    xthread_test::HangGuard guard("the futures and TaskGroup::wait() after shutdown(drop) dropped the group's tasks");
+    for (auto& future : futures) EXPECT_THROW(future.get(), ClosedError);
+    EXPECT_NO_THROW(group->wait());  // a drop is not an error of a post()ed task
+  }
+  release.count_down();
+  shutter.join();
+  EXPECT_EQ(dropped, 30u);
+  {
+    xthread_test::HangGuard guard("~TaskGroup after shutdown(drop) dropped its tasks");
+    group.reset();
+  }
+  EXPECT_EQ(ran.load(), 0);
+}
+
+// Promise (destructor, Thread rule): ~TaskGroup on a worker of its pool with tasks outstanding cannot
+// wait (the tasks may need this worker) and must not return (the tasks would outlive the group's
+// captures): it fails fast, with one line on stderr, and aborts.
+TEST(TaskGroupDeathTest, DestroyedOnAWorkerOfItsPoolWithTasksOutstandingAborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        std::latch release{1};
+        ThreadPool pool{2};
+        auto group = std::make_unique<TaskGroup>(pool);
+        (void)group->post([&] { release.wait(); });  // outstanding until released
+        pool.submit([&] { group.reset(); }).get();          // on the other worker
+        release.count_down();
+      },
+      "xthread: ~TaskGroup called on a worker of its pool with 1 tasks outstanding: ");
+}
+
+// Promise (destructor): with nothing outstanding, destroying a group on a worker of its pool is safe
+// and returns normally.
+TEST(TaskGroup, DestroyedOnAWorkerOfItsPoolWithNothingOutstandingReturns) {
+  ThreadPool pool{1};
+  auto group = std::make_unique<TaskGroup>(pool);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(group->post([&] { ran.fetch_add(1); }));
+  group->wait();
+  pool.submit([&] {
+    group.reset();                    // all its tasks finished
+    TaskGroup unused{pool};           // never had any
+  }).get();
+  EXPECT_EQ(group, nullptr);
+  EXPECT_EQ(ran.load(), 10);
+}
+
+// Promise (ClosedError, errors.hpp): a ClosedError means "that task never ran". A post()ed task that
+// ran and let a ClosedError escape is reported by wait() as NestedClosedError, as everywhere else.
+TEST(TaskGroup, AClosedErrorThrownByAPostedTaskIsRethrownAsNestedClosedError) {
+  ThreadPool pool{1};
+  TaskGroup group{pool};
+  ASSERT_TRUE(group.post([] { throw ClosedError("a call the task made"); }));
+  try {
+    group.wait();
+    ADD_FAILURE() << "no exception";
+  } catch (const ClosedError&) {
+    ADD_FAILURE() << "the task ran: its ClosedError must arrive as NestedClosedError";
+  } catch (const xthread::NestedClosedError& error) {
+    EXPECT_THROW(error.rethrow_nested(), ClosedError);
+  }
+  EXPECT_NO_THROW(group.wait());
+}
+
+// Promise (wait): cancellation is not an error of a post()ed task — a posted task that cancel() or a
+// drop removed is not reported by wait().
+TEST(TaskGroup, WaitDoesNotReportPostedTasksThatWereCancelledOrDropped) {
+  ThreadPool pool{1};
+  TaskGroup group{pool};
+  pool.pause();
+  ASSERT_TRUE(group.post([] {}));
+  EXPECT_EQ(group.cancel(), 1u);
+  EXPECT_NO_THROW(group.wait());
+  ASSERT_TRUE(group.post([] {}));
+  EXPECT_EQ(pool.shutdown(Shutdown::drop), 2u);  // the cancelled entry's pool task and this one
+  xthread_test::HangGuard guard("TaskGroup::wait() after shutdown(drop)");
+  EXPECT_NO_THROW(group.wait());
 }

@@ -2,10 +2,15 @@
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace xthread_test {
@@ -21,6 +26,42 @@ bool eventually(Condition condition, std::chrono::milliseconds timeout = std::ch
   }
   return true;
 }
+
+/// Turns a hang into a failure: unless destroyed within `timeout`, prints
+///   xthread_test: HANG: <what> did not finish within <n> s
+/// to stderr and calls std::abort() (a blocked call cannot be failed and returned from: it still
+/// refers to the test's frame). Scope it around the call that must return.
+class HangGuard {
+ public:
+  explicit HangGuard(std::string what, std::chrono::seconds timeout = std::chrono::seconds{20})
+      : what_(std::move(what)), timeout_(timeout), monitor_([this] { monitor(); }) {}
+  HangGuard(const HangGuard&) = delete;
+  HangGuard& operator=(const HangGuard&) = delete;
+  ~HangGuard() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    finished_.notify_all();
+    monitor_.join();
+  }
+
+ private:
+  void monitor() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (finished_.wait_for(lock, timeout_, [this] { return done_; })) return;
+    std::fprintf(stderr, "xthread_test: HANG: %s did not finish within %lld s\n", what_.c_str(),
+                 static_cast<long long>(timeout_.count()));
+    std::abort();
+  }
+
+  const std::string what_;
+  const std::chrono::seconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable finished_;
+  bool done_ = false;  // guarded by mutex_
+  std::thread monitor_;  // last: starts once the members above exist
+};
 
 struct ThreadInfo {
   std::string name;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "coro_support.hpp"
 #include "test_support.hpp"
 
 using namespace std::chrono_literals;
@@ -495,4 +496,159 @@ TEST(ThreadPoolContracts, ThePoolMayBeDestroyedAsSoonAsAPostedTaskRan) {
     pool.reset();  // races only with the inside of the poster's post(), which is the point
     poster.join();
   }
+}
+
+// ---- Issue #22: shutdown(Shutdown::drop) runs user code with no pool lock held -------------------
+
+namespace {
+/// What code run by a shutdown(drop) — a dropped task's destructor, a coroutine its dropped hop
+/// resumes — saw when it used the pool from inside that shutdown.
+struct InsideTheDrop {
+  int times = 0;
+  std::thread::id thread;
+  std::size_t pending = 99;
+  bool posted = true;
+  std::size_t again_drop = 99;
+  std::size_t again_drain = 99;
+  bool destroyed = false;
+
+  void use(ThreadPool& pool) {
+    ++times;
+    thread = std::this_thread::get_id();
+    pending = pool.stats().pending;  // takes the pool's control mutex
+    posted = pool.post([] {});       // takes a queue lock
+    again_drop = pool.shutdown(Shutdown::drop);
+    again_drain = pool.shutdown(Shutdown::drain);
+  }
+  void expect_used_once_on(std::thread::id closer) const {
+    EXPECT_EQ(times, 1);
+    EXPECT_EQ(thread, closer);
+    EXPECT_EQ(pending, 0u) << "the dropped tasks are no longer pending";
+    EXPECT_FALSE(posted);
+    EXPECT_EQ(again_drop, 0u);
+    EXPECT_EQ(again_drain, 0u);
+  }
+};
+
+/// Uses the pool from its destructor when its task is destroyed without having run.
+class UseWhenDropped {
+ public:
+  UseWhenDropped(ThreadPool& pool, InsideTheDrop& inside) noexcept : pool_(&pool), inside_(&inside) {}
+  UseWhenDropped(UseWhenDropped&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)), inside_(other.inside_) {}
+  UseWhenDropped& operator=(UseWhenDropped&&) = delete;
+  ~UseWhenDropped() {
+    if (pool_ != nullptr) inside_->use(*pool_);
+  }
+  void ran() noexcept { pool_ = nullptr; }
+
+ private:
+  ThreadPool* pool_;
+  InsideTheDrop* inside_;
+};
+
+xthread_test::Detached hop_then_use(ThreadPool& pool, InsideTheDrop& inside, bool& closed) {
+  try {
+    co_await pool.schedule();
+  } catch (const ClosedError&) {
+    closed = true;
+  }
+  inside.use(pool);
+}
+}  // namespace
+
+// Promise (schedule(), shutdown()): shutdown(drop) resumes a dropped hop's coroutine with ClosedError
+// on the calling thread holding no lock of the pool, so the coroutine may use the pool: stats()
+// works, post() returns false, and shutdown() again — either mode, from this very shutdown's thread —
+// returns 0 at once instead of waiting for itself.
+TEST(ThreadPoolContracts, ACoroutineResumedByShutdownDropMayUseThePoolAndShutItDownAgain) {
+  ThreadPool pool{1};
+  pool.pause();  // the hop stays queued
+  InsideTheDrop inside;
+  bool closed = false;
+  hop_then_use(pool, inside, closed);
+  ASSERT_EQ(pool.stats().pending, 1u);
+  std::size_t dropped = 0;
+  {
+    xthread_test::HangGuard guard("shutdown(drop) whose resumed coroutine calls shutdown() again");
+    dropped = pool.shutdown(Shutdown::drop);
+  }
+  EXPECT_EQ(dropped, 1u);
+  EXPECT_TRUE(closed);
+  inside.expect_used_once_on(std::this_thread::get_id());
+  EXPECT_EQ(pool.stats().workers, 0u);
+}
+
+// Promise (shutdown()): the same for a dropped task's destructor.
+TEST(ThreadPoolContracts, ADroppedTasksDestructorMayUseThePoolAndShutItDownAgain) {
+  ThreadPool pool{2};
+  pool.pause();
+  InsideTheDrop inside;
+  ASSERT_TRUE(pool.post([use = UseWhenDropped(pool, inside)]() mutable { use.ran(); }));
+  for (int i = 0; i < 9; ++i) ASSERT_TRUE(pool.post([] {}));
+  std::size_t dropped = 0;
+  {
+    xthread_test::HangGuard guard("shutdown(drop) whose dropped task's destructor calls shutdown() again");
+    dropped = pool.shutdown(Shutdown::drop);
+  }
+  EXPECT_EQ(dropped, 10u);
+  inside.expect_used_once_on(std::this_thread::get_id());
+}
+
+// Promise (shutdown(), Destruction): code a shutdown(drop) runs may even destroy the pool: the
+// destructor's shutdown returns at once there, and the running shutdown still joins the workers.
+TEST(ThreadPoolContracts, CodeRunByShutdownDropMayDestroyThePool) {
+  std::atomic<int> stopped{0};
+  auto pool = std::make_unique<ThreadPool>(ThreadPool::Options{.threads = 2, .on_thread_stop = [&](std::size_t) {
+    stopped.fetch_add(1);
+  }});
+  pool->pause();
+  struct DestroyWhenDropped {
+    std::unique_ptr<ThreadPool>* owner;
+    explicit DestroyWhenDropped(std::unique_ptr<ThreadPool>& pool) noexcept : owner(&pool) {}
+    DestroyWhenDropped(DestroyWhenDropped&& other) noexcept : owner(std::exchange(other.owner, nullptr)) {}
+    ~DestroyWhenDropped() {
+      if (owner != nullptr) owner->reset();
+    }
+  };
+  ASSERT_TRUE(pool->post([destroy = DestroyWhenDropped(pool)] {}));
+  ThreadPool* const raw = pool.get();
+  std::size_t dropped = 0;
+  {
+    xthread_test::HangGuard guard("shutdown(drop) whose dropped task destroys the pool");
+    dropped = raw->shutdown(Shutdown::drop);
+  }
+  EXPECT_EQ(dropped, 1u);
+  EXPECT_EQ(pool, nullptr);
+  EXPECT_EQ(stopped.load(), 2) << "the workers were joined before shutdown() returned";
+}
+
+// Promise (shutdown()): a shutdown() on another thread while one is running returns only once the
+// pool is fully stopped (every worker joined), never early.
+TEST(ThreadPoolContracts, AConcurrentShutdownReturnsOnlyOnceThePoolHasStopped) {
+  std::atomic<bool> worker_stopped{false};
+  std::latch blocker_started{1};
+  std::latch release{1};
+  ThreadPool pool{ThreadPool::Options{.threads = 1, .on_thread_stop = [&](std::size_t) { worker_stopped = true; }}};
+  ASSERT_TRUE(pool.post([&] {
+    blocker_started.count_down();
+    release.wait();
+  }));
+  blocker_started.wait();
+  std::thread first([&] { EXPECT_EQ(pool.shutdown(Shutdown::drain), 0u); });
+  ASSERT_TRUE(xthread_test::eventually([&] { return !pool.post([] {}); }));  // the first has begun
+  bool stopped_when_second_returned = false;
+  std::size_t second_result = 99;
+  std::thread second([&] {
+    pthread_setname_np(pthread_self(), "xt-2nd-shutdown");
+    second_result = pool.shutdown(Shutdown::drop);
+    stopped_when_second_returned = worker_stopped.load();
+  });
+  // The second waits inside shutdown() (asleep) while the first waits for the blocked worker.
+  EXPECT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("xt-2nd-shutdown"); }));
+  release.count_down();
+  second.join();
+  first.join();
+  EXPECT_EQ(second_result, 0u);
+  EXPECT_TRUE(stopped_when_second_returned);
 }

@@ -6,13 +6,15 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <stdexcept>
 #include <tuple>
 #include <type_traits>
-#include <utility>
 #include <list>
+#include <utility>
 #include <vector>
 
 #include "xthread/detail/thread_annotations.hpp"
@@ -29,24 +31,40 @@ namespace xthread {
 ///   group.post([] { work(); });
 ///   group.wait();            // both done; rethrows the first exception of a post()ed task
 ///
+/// Every task of the group ends exactly once: it runs, or it is cancelled — by cancel(), or by the
+/// pool (shutdown(Shutdown::drop) before it started, or a post the pool refused) — and then its
+/// callable is destroyed unrun and a submit()'s Future holds ClosedError.
+///
 /// Thread rule: submit, post, cancel and wait may be called from any thread, concurrently, including
-/// from the group's own tasks — except wait() (and the destructor) from a worker of the pool, which
-/// throws std::logic_error (it could wait for itself). Memory ordering: everything a task did is
-/// visible after wait() returns. Destruction: the destructor waits for every task of the group (it
-/// does not rethrow; call wait() for errors); the pool must outlive the group.
+/// from the group's own tasks — except wait() from a worker of the pool, which throws
+/// std::logic_error (it could wait for itself), and the destructor on a worker of the pool while tasks
+/// of the group are outstanding, which is a precondition failure: it prints one line to stderr and
+/// calls std::abort() (see ~TaskGroup). No lock of the group is held while a task's callable runs or
+/// is destroyed. Memory ordering: everything a task did is visible after wait() returns.
+/// Destruction: the destructor waits for every task of the group (it does not rethrow; call wait()
+/// for errors); the pool must outlive the group.
 class TaskGroup {
  public:
   explicit TaskGroup(ThreadPool& pool) : pool_(pool), state_(std::make_shared<State>()) {}
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
+  /// Waits until every task of the group has finished or was cancelled (errors are not rethrown).
+  /// Not on a worker of the pool while tasks are outstanding: it could not wait there (they may need
+  /// this worker) and must not return (they would outlive what the group's captures refer to), so it
+  /// prints "xthread: ~TaskGroup called on a worker of its pool with N tasks outstanding: ..." to
+  /// stderr and calls std::abort(). With nothing outstanding it returns normally on any thread.
   ~TaskGroup() {
-    if (pool_.in_worker_thread()) return;  // cannot wait here; queued tasks keep the state alive
     detail::MutexLock lock(state_->mutex);
+    if (pool_.in_worker_thread()) {
+      if (state_->outstanding != 0) abort_on_worker(state_->outstanding);
+      return;
+    }
     while (state_->outstanding != 0) state_->all_done.wait(lock.native());
   }
 
-  /// Runs f(args...) on the pool as part of the group. The Future (see future.hpp) holds the value or exception, or
-  /// ClosedError if the task was cancelled or the pool shut down before it started.
+  /// Runs f(args...) on the pool as part of the group. The Future (see future.hpp) holds the value or
+  /// exception (a ClosedError escaping f arrives as NestedClosedError), or ClosedError if the task was
+  /// cancelled or the pool shut down before it started. Throws (std::bad_alloc) with nothing added.
   template <class F, class... A>
   [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
     auto [task, future] = detail::make_submitted_call("the task was cancelled or its pool shut down before it ran",
@@ -55,15 +73,19 @@ class TaskGroup {
     return std::move(future);
   }
 
-  /// Runs f() on the pool as part of the group; its exception is kept for wait(). Returns false (the
-  /// task is destroyed unrun and not part of the group) once the pool is shut down.
+  /// Runs f() on the pool as part of the group; its exception is kept for wait() (a ClosedError
+  /// escaping f as NestedClosedError: f did run). Returns false (the task is destroyed unrun and not
+  /// part of the group) once the pool is shut down. Throws (std::bad_alloc: the entry, or the pool's
+  /// queue) with nothing added: the task is destroyed unrun.
   template <class F>
   bool post(F&& f) {
     return add(std::forward<F>(f), true);
   }
 
   /// Blocks until every task added so far has finished or was cancelled, then rethrows the first
-  /// exception a post()ed task threw since the last wait() (if any).
+  /// exception a post()ed task threw since the last wait() (if any). A cancelled task (cancel(), or
+  /// dropped by the pool) is not an error: wait() reports nothing for it. Throws std::logic_error on
+  /// a worker of the pool.
   void wait() {
     if (pool_.in_worker_thread()) throw std::logic_error("xthread::TaskGroup::wait called from a worker of the pool");
     std::exception_ptr error;
@@ -123,6 +145,33 @@ class TaskGroup {
     if (state.outstanding == 0) state.all_done.notify_all();
   }
 
+  /// What the pool queues for one entry: run, it runs the entry; destroyed unrun (shutdown(drop), a
+  /// refused post, a post that threw), it cancels the entry as cancel() would — so the entry is settled
+  /// whatever the pool does with the task. Two pointers: stored inline in the pool's task.
+  class Launch {
+   public:
+    Launch(std::shared_ptr<Entry> entry, std::shared_ptr<State> state) noexcept
+        : entry_(std::move(entry)), state_(std::move(state)) {}
+    Launch(Launch&&) noexcept = default;
+    Launch& operator=(Launch&&) = delete;
+    Launch(const Launch&) = delete;
+    Launch& operator=(const Launch&) = delete;
+    ~Launch() {
+      if (entry_ != nullptr) cancel_unrun(*entry_, *state_);
+    }
+    void operator()() noexcept {
+      const std::shared_ptr<Entry> entry = std::move(entry_);
+      run(*entry, *state_);
+    }
+
+   private:
+    std::shared_ptr<Entry> entry_;  // null once run (or moved from)
+    std::shared_ptr<State> state_;
+  };
+
+  /// Counts the entry in, then posts its Launch. Whatever happens to the Launch — run, refused
+  /// (false), dropped, or destroyed by an exception from post — settles the entry exactly once, so
+  /// the count never stays raised.
   template <class F>
   bool add(F&& callable, bool report_errors) {
     auto entry = std::make_shared<Entry>();
@@ -130,23 +179,31 @@ class TaskGroup {
     entry->report_errors = report_errors;
     {
       detail::MutexLock lock(state_->mutex);
-      entry->place = state_->pending.insert(state_->pending.end(), entry);
+      entry->place = state_->pending.insert(state_->pending.end(), entry);  // may throw: nothing counted
       ++state_->outstanding;
     }
-    std::shared_ptr<State> state = state_;
-    const bool queued = pool_.post([entry, state] { run(*entry, *state); });
-    if (!queued) {
-      std::uint8_t expected = Entry::kPending;
-      if (entry->phase.compare_exchange_strong(expected, Entry::kCancelled, std::memory_order_acq_rel)) {
-        forget(*state_, *entry);
-        entry->work.reset();  // submit(): ClosedError
-        finish(*state_, 1);
-      }
-    }
-    return queued;
+    return pool_.post(Launch(std::move(entry), state_));
   }
 
-  /// The entry won its phase (running, or cancelled by a failed post): out of the pending list.
+  /// The pool destroyed the entry's task unrun: cancel it unless cancel() or run() got there first.
+  static void cancel_unrun(Entry& entry, State& state) noexcept {
+    std::uint8_t expected = Entry::kPending;
+    // acq_rel: against cancel() and run() of the same entry; exactly one of them wins.
+    if (!entry.phase.compare_exchange_strong(expected, Entry::kCancelled, std::memory_order_acq_rel)) return;
+    forget(state, entry);
+    entry.work.reset();  // outside the lock: a submit()'s Future gets ClosedError
+    finish(state, 1);
+  }
+
+  [[noreturn]] static void abort_on_worker(std::size_t outstanding) noexcept {
+    std::fprintf(stderr,
+                 "xthread: ~TaskGroup called on a worker of its pool with %zu tasks outstanding: it cannot wait "
+                 "for them there and must not let them outlive the group; destroy the group on another thread\n",
+                 outstanding);
+    std::abort();
+  }
+
+  /// The entry won its phase (running, or cancelled unrun by the pool): out of the pending list.
   static void forget(State& state, Entry& entry) {
     detail::MutexLock lock(state.mutex);
     state.pending.erase(entry.place);
@@ -160,7 +217,9 @@ class TaskGroup {
     try {
       entry.work();
     } catch (...) {
-      error = entry.report_errors ? std::current_exception() : nullptr;
+      // post(): a ClosedError escaping the task becomes NestedClosedError (see errors.hpp). submit()'s
+      // work is a SubmittedHandle, which never throws (its Future gets the exception).
+      if (entry.report_errors) error = detail::callee_exception();
     }
     entry.work.reset();
     if (error) {

@@ -91,6 +91,13 @@ struct ParallelFor {
 /// called) from a worker of this pool, since they would wait for themselves. Options' hooks and
 /// on_error run on worker threads.
 ///
+/// Locks and user code: no lock of the pool is held while user code runs — a task, a task's
+/// destructor (after it ran; dropped by shutdown(Shutdown::drop); refused by post()), what those
+/// trigger (a Future's waiter woken, a coroutine resumed with ClosedError), the hooks and on_error —
+/// so that code may call any member (shutdown: see there). The one exception: a task stored inline
+/// (small, nothrow-movable) is moved by its noexcept move constructor under a queue lock when it is
+/// queued and when a worker takes it; such a move constructor must not call into the pool.
+///
 /// Memory ordering: everything a thread did before post()/submit() is visible to the task; everything
 /// a task did is visible after its future is ready, and after wait_idle() returns.
 ///
@@ -149,8 +156,9 @@ class ThreadPool {
     return std::move(future);
   }
 
-  /// Any thread. Fire and forget; an exception goes to Options::on_error. Returns false (dropping the
-  /// task) after shutdown.
+  /// Any thread. Fire and forget; an exception goes to Options::on_error. Returns false after
+  /// shutdown began (the task is destroyed unrun, on this thread, before post returns). Throws
+  /// std::bad_alloc if its queue cannot grow: nothing is queued, and the task is destroyed unrun.
   template <class F>
   bool post(F&& task) {
     return enqueue(detail::PoolTask(std::forward<F>(task)));
@@ -225,8 +233,9 @@ class ThreadPool {
   /// unhandled_exception lets one out) goes to Options::on_error. Closing: after shutdown() the
   /// co_await throws ClosedError at once, on the awaiting thread; shutdown(Shutdown::drop) with the
   /// hop queued resumes the coroutine with ClosedError thrown from the co_await on the thread calling
-  /// shutdown() (inside that call, outside the pool's locks; it must not call shutdown() again);
-  /// drain runs it on a worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
+  /// shutdown() (inside that call, holding no lock of the pool: the coroutine may use the pool — its
+  /// post() returns false, and shutdown() returns 0 at once; see shutdown()); drain runs it on a
+  /// worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
   /// everything the coroutine did before the co_await is visible after it. The pool must exist when
   /// the co_await begins; it may be destroyed as soon as the hop ran, even while the awaiting thread
   /// is still returning from the enqueue (see the class comment's Destruction).
@@ -254,7 +263,17 @@ class ThreadPool {
 
   /// Stops the pool and joins every worker. drain: runs every task queued at the time; drop: destroys
   /// them unrun and returns how many. Later post() returns false; later submit() futures hold
-  /// ClosedError. Calling it again returns 0.
+  /// ClosedError. Calling it again returns 0. Not from a worker of this pool (std::logic_error).
+  ///
+  /// drop destroys the tasks on the calling thread, inside this call, after every lock of the pool
+  /// is released and before the workers are joined (a running task may be waiting for a dropped
+  /// task's future). The user code that runs then (destructors, futures' waiters, coroutines resumed
+  /// with ClosedError) may call any member: stats() and pending see none of the dropped tasks, post()
+  /// returns false, and shutdown() — reentrant, on this thread — returns 0 at once (this call still
+  /// joins the workers before it returns); it may even destroy the pool. It must not block waiting
+  /// for another dropped task (its Future, TaskGroup::wait): they are destroyed one after another on
+  /// this thread. A shutdown() on another thread while one runs returns 0 once the pool is fully
+  /// stopped (every worker joined).
   std::size_t shutdown(Shutdown mode);
 
  private:

@@ -4,10 +4,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstddef>
 #include <future>
+#include <latch>
 #include <memory>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "stress_support.hpp"
@@ -138,4 +141,82 @@ TEST(ThreadPoolStress, TaskGroupCancelAgainstWorkers) {
     ASSERT_EQ(values, ran.load()) << "round " << round;
     ASSERT_EQ(static_cast<std::size_t>(closed), cancelled) << "round " << round;
   });
+}
+
+namespace {
+/// A task's capture that, when the task is destroyed without having run (a drop), calls shutdown()
+/// from inside the dropping shutdown — which must return 0 at once — and counts itself.
+class ShutDownAgainWhenDropped {
+ public:
+  ShutDownAgainWhenDropped(xthread::ThreadPool& pool, xthread::Shutdown mode, std::atomic<std::size_t>& dropped,
+                           std::atomic<std::size_t>& again) noexcept
+      : pool_(&pool), mode_(mode), dropped_(&dropped), again_(&again) {}
+  ShutDownAgainWhenDropped(ShutDownAgainWhenDropped&& other) noexcept
+      : pool_(std::exchange(other.pool_, nullptr)), mode_(other.mode_), dropped_(other.dropped_), again_(other.again_) {}
+  ShutDownAgainWhenDropped& operator=(ShutDownAgainWhenDropped&&) = delete;
+  ~ShutDownAgainWhenDropped() {
+    if (pool_ == nullptr) return;
+    dropped_->fetch_add(1, std::memory_order_relaxed);
+    again_->fetch_add(pool_->shutdown(mode_), std::memory_order_relaxed);
+  }
+  void ran() noexcept { pool_ = nullptr; }
+
+ private:
+  xthread::ThreadPool* pool_;
+  xthread::Shutdown mode_;
+  std::atomic<std::size_t>* dropped_;
+  std::atomic<std::size_t>* again_;
+};
+}  // namespace
+
+// "shutdown() from code a shutdown(drop) runs returns 0 at once; a concurrent shutdown returns only
+// once every worker is joined; drop's count is exact" — two threads shut the pool down at once (drop
+// and drain, racing) while the workers may be running its tasks, and each dropped task shuts it down
+// again from its destructor.
+TEST(ThreadPoolStress, ConcurrentAndReentrantShutdownsSettleEveryTaskOnce) {
+  constexpr std::size_t kTasks = 200;
+  xthread_stress::Watchdog watchdog("pool concurrent shutdowns");
+  std::uint64_t dropped_total = 0;
+  xthread_stress::run_rounds("pool: concurrent and reentrant shutdowns", xthread_stress::Limits::scaled(8'000), watchdog,
+                             [&](std::uint64_t round) {
+    const std::size_t threads = 1 + round % 3;
+    std::atomic<std::size_t> stopped{0};
+    auto pool = std::make_unique<xthread::ThreadPool>(xthread::ThreadPool::Options{
+        .threads = threads, .on_thread_stop = [&stopped](std::size_t) { stopped.fetch_add(1); }});
+    const bool start_paused = round % 4 == 0;
+    if (start_paused) pool->pause();
+    std::atomic<std::size_t> ran{0};
+    std::atomic<std::size_t> dropped{0};
+    std::atomic<std::size_t> again{0};
+    for (std::size_t i = 0; i < kTasks; ++i) {
+      const auto mode = i % 2 == 0 ? xthread::Shutdown::drop : xthread::Shutdown::drain;
+      ASSERT_TRUE(pool->post([&ran, capture = ShutDownAgainWhenDropped(*pool, mode, dropped, again)]() mutable {
+        capture.ran();
+        ran.fetch_add(1, std::memory_order_relaxed);
+      }));
+    }
+    std::latch go{3};
+    std::size_t counted[2] = {99, 99};
+    bool joined_when_returned[2] = {false, false};
+    std::vector<std::thread> closers;
+    for (int c = 0; c < 2; ++c) {
+      closers.emplace_back([&, c] {
+        go.arrive_and_wait();
+        counted[c] = pool->shutdown(c == 0 ? xthread::Shutdown::drop : xthread::Shutdown::drain);
+        joined_when_returned[c] = stopped.load() == threads;
+      });
+    }
+    go.arrive_and_wait();
+    for (auto& closer : closers) closer.join();
+    ASSERT_TRUE(joined_when_returned[0] && joined_when_returned[1]) << "a shutdown returned before the workers were joined, round " << round;
+    ASSERT_EQ(again.load(), 0u) << "a reentrant shutdown did not return 0, round " << round;
+    ASSERT_EQ(ran.load() + dropped.load(), kTasks) << "round " << round;
+    ASSERT_EQ(counted[0] + counted[1], dropped.load()) << "drop's count is not the dropped tasks, round " << round;
+    if (start_paused && counted[0] != 0) {
+      ASSERT_EQ(ran.load(), 0u) << "a paused pool ran tasks before its drop, round " << round;
+    }
+    dropped_total += dropped.load();
+    pool.reset();
+  });
+  std::printf("[stress] pool concurrent shutdowns: %llu tasks dropped\n", static_cast<unsigned long long>(dropped_total));
 }

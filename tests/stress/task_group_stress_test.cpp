@@ -1,0 +1,78 @@
+// Stress: TaskGroup's promises against ThreadPool::shutdown(Shutdown::drop) — "every task of the group
+// either ran or was dropped, exactly once; a dropped submit()'s Future holds ClosedError; wait() and
+// the destructor return; drop's count is exact" — with shutdown(drop) racing workers that are running
+// the group's tasks and a producer still adding to the group.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstddef>
+#include <latch>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "stress_support.hpp"
+#include "xthread/task_group.hpp"
+#include "xthread/thread_pool.hpp"
+
+TEST(TaskGroupStress, ShutdownDropAgainstRunningGroupTasksSettlesEachTaskExactlyOnce) {
+  constexpr std::size_t kSubmits = 60;
+  constexpr std::size_t kPosts = 60;
+  constexpr std::size_t kLatePosts = 60;  // posted by a second thread while the drop runs
+  xthread_stress::Watchdog watchdog("task group drop");
+  std::uint64_t settled_by_drop = 0;
+  xthread_stress::run_rounds("task group: shutdown(drop) vs running tasks", xthread_stress::Limits::scaled(8'000),
+                             watchdog, [&](std::uint64_t round) {
+    auto pool = std::make_unique<xthread::ThreadPool>(1 + round % 3);
+    auto group = std::make_unique<xthread::TaskGroup>(*pool);
+    std::vector<std::atomic<int>> ran(kSubmits + kPosts + kLatePosts);
+    std::vector<bool> accepted(ran.size(), true);
+    std::vector<xthread::Future<std::size_t>> futures;
+    futures.reserve(kSubmits);
+    for (std::size_t slot = 0; slot < kSubmits; ++slot) {
+      futures.push_back(group->submit([&ran, slot] {
+        ran[slot].fetch_add(1, std::memory_order_relaxed);
+        return slot;
+      }));
+    }
+    for (std::size_t slot = kSubmits; slot < kSubmits + kPosts; ++slot) {
+      ASSERT_TRUE(group->post([&ran, slot] { ran[slot].fetch_add(1, std::memory_order_relaxed); }));
+    }
+    std::latch go{2};
+    std::thread late([&] {
+      go.arrive_and_wait();
+      for (std::size_t slot = kSubmits + kPosts; slot < ran.size(); ++slot) {
+        accepted[slot] = group->post([&ran, slot] { ran[slot].fetch_add(1, std::memory_order_relaxed); });
+      }
+    });
+    go.arrive_and_wait();
+    const std::size_t dropped = pool->shutdown(xthread::Shutdown::drop);  // the workers are busy with the group
+    late.join();
+    group->wait();  // every task ran or was dropped (a hang here is a STALL)
+    std::size_t closed = 0;
+    for (std::size_t slot = 0; slot < kSubmits; ++slot) {
+      const int runs = ran[slot].load();
+      try {
+        ASSERT_EQ(futures[slot].get(), slot);
+        ASSERT_EQ(runs, 1) << "a submit's future has a value but its task ran " << runs << " times, round " << round;
+      } catch (const xthread::ClosedError&) {
+        ASSERT_EQ(runs, 0) << "a submit's future holds ClosedError but its task ran, round " << round;
+        ++closed;
+      }
+    }
+    std::size_t posts_not_run = 0;
+    for (std::size_t slot = kSubmits; slot < ran.size(); ++slot) {
+      const int runs = ran[slot].load();
+      ASSERT_LE(runs, 1) << "slot " << slot << " ran twice, round " << round;
+      if (!accepted[slot]) {
+        ASSERT_EQ(runs, 0) << "a refused post ran, round " << round;
+      }
+      if (accepted[slot] && runs == 0) ++posts_not_run;
+    }
+    ASSERT_EQ(closed + posts_not_run, dropped) << "drop's count is not the group's unstarted tasks, round " << round;
+    settled_by_drop += dropped;
+    group.reset();
+    pool.reset();
+  });
+  std::printf("[stress] task group drop: %llu tasks settled by drops\n", static_cast<unsigned long long>(settled_by_drop));
+}

@@ -1,0 +1,63 @@
+// TaskGroup under allocation failure: a post() or submit() that cannot allocate — its entry, or the
+// pool's queue block — throws std::bad_alloc and leaves the group as it was. A replaced global
+// operator new fails on demand (this binary only).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <new>
+#include <vector>
+
+#include "failing_operator_new.hpp"
+#include "test_support.hpp"
+#include "xthread/detail/task_queue.hpp"
+#include "xthread/task_group.hpp"
+
+using xthread::TaskGroup;
+using xthread::ThreadPool;
+using xthread_test::allocations_until_failure;
+
+// Promise (post/submit exception safety; wait): a post() or submit() that throws added nothing to the
+// group, so wait() does not wait for it and nothing of it runs. Each allocation the call makes fails
+// in turn, the last one the pool's queue growing by a block (inside ThreadPool::post, after the group
+// counted the task).
+TEST(TaskGroupFailure, APostOrSubmitThatCannotAllocateLeavesNothingOutstanding) {
+  for (const bool submit : {false, true}) {
+    SCOPED_TRACE(submit ? "submit" : "post");
+    ThreadPool pool{1};
+    pool.pause();
+    using Queue = xthread::detail::TaskQueue<xthread::detail::PoolTask>;
+    for (std::size_t i = 0; i < Queue::block_tasks; ++i) ASSERT_TRUE(pool.post([] {}));  // the first block is full
+    TaskGroup group{pool};
+    std::atomic<int> ran{0};
+    std::vector<xthread::Future<int>> futures;
+    futures.reserve(1);  // the push_back below must not allocate
+    int failures = 0;
+    for (bool added = false; !added;) {
+      ASSERT_LT(failures, 20) << "the call never succeeded";
+      allocations_until_failure = failures;  // the first `failures` allocations succeed, the next throws
+      try {
+        if (submit) {
+          futures.push_back(group.submit([&ran] { return ran.fetch_add(1) + 1; }));
+        } else {
+          ASSERT_TRUE(group.post([&ran] { ran.fetch_add(1); }));
+        }
+        added = true;
+      } catch (const std::bad_alloc&) {
+        ++failures;
+      }
+      allocations_until_failure = -1;
+      if (!added) {
+        xthread_test::HangGuard guard("TaskGroup::wait() after a post/submit that threw bad_alloc");
+        group.wait();  // nothing of the group is queued: returns at once
+      }
+    }
+    EXPECT_GE(failures, submit ? 4 : 3);  // (the call,) the entry, its list node, the queue block
+    EXPECT_EQ(pool.stats().pending, Queue::block_tasks + 1) << "only the successful call queued a task";
+    pool.resume();
+    group.wait();
+    EXPECT_EQ(ran.load(), 1);
+    if (submit) {
+      EXPECT_EQ(futures.at(0).get(), 1);
+    }
+  }
+}
