@@ -2,8 +2,11 @@
 #pragma once
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <future>
 #include <string>
 #include <thread>
 #include <vector>
@@ -20,6 +23,21 @@ bool eventually(Condition condition, std::chrono::milliseconds timeout = std::ch
     std::this_thread::yield();
   }
   return true;
+}
+
+/// Waits up to `limit` for `future`, then returns its value (or rethrows its exception). For a
+/// synchronous-call deadlock the library must refuse: every thread of such a cycle is blocked and
+/// nothing outside can release it, so on timeout this prints `what` and aborts the process — a hang
+/// fails the test within `limit` instead of stalling CI until its timeout.
+template <class T>
+T get_or_abort(std::future<T>& future, const char* what, std::chrono::seconds limit = std::chrono::seconds{20}) {
+  if (future.wait_for(limit) != std::future_status::ready) {
+    std::fprintf(stderr, "xthread_test: %s: no result within %lld s: deadlock; aborting\n", what,
+                 static_cast<long long>(limit.count()));
+    std::fflush(stderr);
+    std::abort();
+  }
+  return future.get();
 }
 
 struct ThreadInfo {
