@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <system_error>
 
@@ -407,6 +408,9 @@ void LoopCore::stop() noexcept {
 }
 
 void LoopCore::close_and_wait() noexcept {
+  // relaxed: only the thread inside run() stores its own id there (see inside_thread_). If that is
+  // us, we are one of its tasks (or run from one), and waiting for run() to return would never end.
+  if (inside_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) destroyed_from_own_thread();
   stop();
   // acquire: pairs with leave_run()'s release store of 0, so run() is fully done with *this.
   while (run_exit_word_.load(std::memory_order_acquire) != 0) futex_wait(run_exit_word_, 1);
@@ -537,6 +541,7 @@ void LoopCore::leave_run(bool stopped, bool hosted, bool by_exception) noexcept 
   }
   discard_leftovers(leftovers);
   if (signal_host) signal_wake_fd();
+  inside_thread_.store(std::thread::id{}, std::memory_order_relaxed);  // relaxed: read as "is it us?" only
   // release: everything run() did happens-before close_and_wait() returning.
   run_exit_word_.store(0, std::memory_order_release);
   futex_wake_all(run_exit_word_);
@@ -555,6 +560,7 @@ bool LoopCore::enter_run() {
   park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
   run_exit_word_.store(1, std::memory_order_relaxed);     // relaxed: read by close_and_wait after stop()
   set_loop_thread(std::this_thread::get_id());
+  inside_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);  // relaxed: see inside_thread_
   return true;
 }
 
@@ -563,6 +569,15 @@ void LoopCore::set_loop_thread(std::thread::id thread) noexcept {
   if (loop_thread_.load(std::memory_order_relaxed) == thread) return;  // a host's next run_ready(): no change
   MutexLock graph(wait_graph_mutex_);  // lock order: a loop's mutex_, then the graph's
   loop_thread_.store(thread, std::memory_order_relaxed);  // relaxed: begin_wait reads it under the graph lock
+}
+
+void LoopCore::destroyed_from_own_thread() noexcept {
+  std::fputs(
+      "xthread: EventLoop destroyed from one of its own tasks (its loop thread): the destructor would wait "
+      "forever for run()/run_ready() to return; destroy it from another thread, or after run() returned\n",
+      stderr);
+  std::fflush(stderr);
+  std::abort();
 }
 
 std::uint32_t LoopCore::ready_mask() const noexcept {

@@ -149,6 +149,10 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   /// Stores the loop's thread; a change is made under wait_graph_mutex_ too, so begin_wait's walk
   /// reads every loop's thread consistently with the threads' wait records.
   void set_loop_thread(std::thread::id thread) noexcept XTHREAD_REQUIRES(mutex_) XTHREAD_EXCLUDES(wait_graph_mutex_);
+  /// close_and_wait() on the thread inside this loop's run()/run_ready() (a task, its destructor, a
+  /// timer callback, on_error, a loop nested in one of them) would wait for itself forever: says so on
+  /// stderr and aborts.
+  [[noreturn]] static void destroyed_from_own_thread() noexcept;
   /// Entered run() or run_ready(): marks this loop as the thread's innermost running loop, and on
   /// leaving — stop(), or an exception such as bad_alloc while adopting timers — restores the outer
   /// one and leaves the loop not running (leave_run), so close_and_wait() (the destructor) proceeds.
@@ -191,6 +195,10 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   std::atomic<std::uint32_t> nonempty_{0};
   std::atomic<std::uint32_t> park_word_{kRunning};        // written under mutex_, futex-waited outside
   std::atomic<std::uint32_t> run_exit_word_{0};           // 1 while a thread is inside run()
+  // The thread inside run()/run_ready(), from enter_run() until leave_run() is done with *this (past
+  // loop_thread_'s reset: the discards at exit run destructors of tasks); written only by that thread,
+  // so only that thread can read its own id here. close_and_wait() on it would wait for itself.
+  std::atomic<std::thread::id> inside_thread_{};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> closed_{false};
   // The thread inside run()/run_ready(), or the host between run_ready() calls; written under mutex_

@@ -260,7 +260,12 @@ class SyncInvokeTask final : public LoopTask {
 /// the clock's range (say, `hours::max()`) means "never"; a negative delay means "now".
 ///
 /// Destruction: the destructor stops the loop and, if another thread is inside run() or run_ready(),
-/// waits for it to return. Never destroy a loop from inside one of its own tasks.
+/// waits for it to return. Never destroy a loop from its own thread while that thread is inside its
+/// run() or run_ready() — from one of its tasks or timer callbacks, a task's destructor (also of one
+/// discarded as run() returns), its on_error, or a loop nested in one of them: that would wait for
+/// itself forever, so the destructor prints "xthread: EventLoop destroyed from one of its own tasks
+/// (its loop thread): ..." to stderr and calls std::abort(). A host thread may destroy its loop
+/// between run_ready() calls.
 class EventLoop {
  public:
   struct Options {
