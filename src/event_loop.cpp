@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <system_error>
 
@@ -49,6 +50,8 @@ static_assert(std::is_same_v<SteadyClock::duration, std::chrono::nanoseconds>,
               "xthread assumes steady_clock counts nanoseconds");
 
 Mutex LoopCore::wait_graph_mutex_;
+WaitRecord* LoopCore::waiting_threads_ = nullptr;
+std::size_t LoopCore::waiting_count_ = 0;
 
 SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept {
   std::int64_t sum = 0;
@@ -398,13 +401,16 @@ void LoopCore::stop() noexcept {
     // (callers blocked on a ThreadSafeFunction get ClosedError instead of waiting forever). A host
     // thread between run_ready() calls stops being the loop's thread.
     leftovers = take_everything();
-    loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
+    set_loop_thread(std::thread::id{});
   }
   discard_leftovers(leftovers);
   signal_wake_fd();  // a hosted loop: its host wakes, sees stopped(), and unregisters the fd
 }
 
 void LoopCore::close_and_wait() noexcept {
+  // relaxed: only the thread inside run() stores its own id there (see inside_thread_). If that is
+  // us, we are one of its tasks (or run from one), and waiting for run() to return would never end.
+  if (inside_thread_.load(std::memory_order_relaxed) == std::this_thread::get_id()) destroyed_from_own_thread();
   stop();
   // acquire: pairs with leave_run()'s release store of 0, so run() is fully done with *this.
   while (run_exit_word_.load(std::memory_order_acquire) != 0) futex_wait(run_exit_word_, 1);
@@ -522,7 +528,7 @@ void LoopCore::leave_run(bool stopped, bool hosted, bool by_exception) noexcept 
     const bool closing = stopped || closed_.load(std::memory_order_relaxed);
     // A host's thread stays the loop's thread between run_ready() calls (EventLoop::in_loop_thread),
     // until the loop stops: then calls from it fail with ClosedError, as after run() returned.
-    if (!hosted || closing) loop_thread_.store(std::thread::id{}, std::memory_order_relaxed);
+    if (!hosted || closing) set_loop_thread(std::thread::id{});
     // Stopped (or stop() raced an exception out of run()): discard queued work and timers. Left by
     // an exception on an open loop: keep everything; run() may be called again.
     if (closing) leftovers = take_everything();
@@ -535,6 +541,7 @@ void LoopCore::leave_run(bool stopped, bool hosted, bool by_exception) noexcept 
   }
   discard_leftovers(leftovers);
   if (signal_host) signal_wake_fd();
+  inside_thread_.store(std::thread::id{}, std::memory_order_relaxed);  // relaxed: read as "is it us?" only
   // release: everything run() did happens-before close_and_wait() returning.
   run_exit_word_.store(0, std::memory_order_release);
   futex_wake_all(run_exit_word_);
@@ -552,8 +559,25 @@ bool LoopCore::enter_run() {
   idle_round_allowed_ = true;  // entering is a wake-up
   park_word_.store(kRunning, std::memory_order_relaxed);  // relaxed: under mutex_
   run_exit_word_.store(1, std::memory_order_relaxed);     // relaxed: read by close_and_wait after stop()
-  loop_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  set_loop_thread(std::this_thread::get_id());
+  inside_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);  // relaxed: see inside_thread_
   return true;
+}
+
+void LoopCore::set_loop_thread(std::thread::id thread) noexcept {
+  // relaxed: loop_thread_ is only written under mutex_, which we hold.
+  if (loop_thread_.load(std::memory_order_relaxed) == thread) return;  // a host's next run_ready(): no change
+  MutexLock graph(wait_graph_mutex_);  // lock order: a loop's mutex_, then the graph's
+  loop_thread_.store(thread, std::memory_order_relaxed);  // relaxed: begin_wait reads it under the graph lock
+}
+
+void LoopCore::destroyed_from_own_thread() noexcept {
+  std::fputs(
+      "xthread: EventLoop destroyed from one of its own tasks (its loop thread): the destructor would wait "
+      "forever for run()/run_ready() to return; destroy it from another thread, or after run() returned\n",
+      stderr);
+  std::fflush(stderr);
+  std::abort();
 }
 
 std::uint32_t LoopCore::ready_mask() const noexcept {
@@ -818,21 +842,44 @@ std::optional<SteadyClock::time_point> LoopCore::next_deadline() const {
 
 // ---- deadlock detection -----------------------------------------------------------------------
 
-bool LoopCore::begin_wait(LoopCore& caller, const LoopCore& target) {
+bool LoopCore::begin_wait(WaitRecord& record, const LoopCore& target) noexcept {
+  const std::thread::id self = std::this_thread::get_id();
   MutexLock lock(wait_graph_mutex_);
-  // Follow target → the loop its thread waits for → ...; reaching the caller closes a cycle. Every
-  // loop on the path is alive: it has an edge, so its thread is blocked inside its run().
-  std::size_t hops = 0;
-  for (const LoopCore* loop = &target; loop != nullptr && hops < 100000; loop = loop->waiting_for_, ++hops) {
-    if (loop == &caller) return false;
+  // Follow target → the thread running it → the loop that thread waits for → ...; reaching the calling
+  // thread closes a cycle. A path ends at a loop nobody runs or whose thread is not blocked in a
+  // synchronous call. With at most one record per thread a longer walk than there are records would
+  // be a cycle not through us, which recording every wait rules out; the bound is a guard.
+  const LoopCore* loop = &target;
+  for (std::size_t hops = 0; hops <= waiting_count_; ++hops) {
+    // relaxed: a change of a loop's thread is made under this lock (set_loop_thread).
+    const std::thread::id runner = loop->loop_thread_.load(std::memory_order_relaxed);
+    if (runner == self) return false;
+    if (runner == std::thread::id{}) break;
+    const WaitRecord* blocked = waiting_threads_;
+    while (blocked != nullptr && blocked->thread_ != runner) blocked = blocked->next_;
+    if (blocked == nullptr) break;
+    loop = blocked->target_;  // alive: the blocked thread's call is queued there (see waiting_threads_)
   }
-  caller.waiting_for_ = &target;
+  record.thread_ = self;
+  record.target_ = &target;
+  record.previous_ = nullptr;
+  record.next_ = waiting_threads_;
+  if (waiting_threads_ != nullptr) waiting_threads_->previous_ = &record;
+  waiting_threads_ = &record;
+  ++waiting_count_;
   return true;
 }
 
-void LoopCore::end_wait(LoopCore& caller) noexcept {
+void LoopCore::end_wait(WaitRecord& record) noexcept {
   MutexLock lock(wait_graph_mutex_);
-  caller.waiting_for_ = nullptr;
+  if (record.previous_ != nullptr) {
+    record.previous_->next_ = record.next_;
+  } else {
+    waiting_threads_ = record.next_;
+  }
+  if (record.next_ != nullptr) record.next_->previous_ = record.previous_;
+  record.previous_ = record.next_ = nullptr;
+  --waiting_count_;
 }
 
 void CancellableTask::run(LoopCore& core) noexcept {
@@ -876,9 +923,10 @@ CallerLoop calling_thread_loop() noexcept {
   LoopCore* const loop = core.get();
   return CallerLoop{loop, std::move(core)};
 }
+bool calling_thread_runs_loop() noexcept { return LoopCore::current() != nullptr || !hosted_loop.expired(); }
 std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }  // always make_shared
-bool loop_begin_wait(LoopCore& caller, const LoopCore& target) { return LoopCore::begin_wait(caller, target); }
-void loop_end_wait(LoopCore& caller) noexcept { LoopCore::end_wait(caller); }
+bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept { return LoopCore::begin_wait(record, target); }
+void loop_end_wait(WaitRecord& record) noexcept { LoopCore::end_wait(record); }
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }
 bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) {
   return core.add_timer(timer, delay);

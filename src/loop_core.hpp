@@ -67,13 +67,19 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   /// The loop whose run() is executing on the calling thread (innermost), or nullptr.
   static LoopCore* current() noexcept;
 
-  /// Called by a synchronous caller running on `caller`'s loop thread before it blocks on a call into
-  /// `target`. Returns false (and records nothing) when `target`'s thread is already blocked, directly
-  /// or through other loops, on a call into `caller`: waiting would deadlock.
-  static bool begin_wait(LoopCore& caller, const LoopCore& target);
+  /// Deadlock detection for synchronous calls (ThreadSafeFunction::call_sync, EventLoop::invoke_sync):
+  /// the process-wide wait-for graph. Its nodes are threads: a blocked caller's WaitRecord is the edge
+  /// "this thread waits for `target`", and a loop leads to the thread running it (loop_thread_). A
+  /// thread blocked in a call is blocked for every loop it runs — nested run(), a hosted run_ready() or
+  /// sync_wait's private loop inside another loop's task, a loop it hosts between run_ready() calls —
+  /// so that thread, not its innermost loop, is what a call into any of them waits for. Called on the
+  /// caller's thread before it blocks: returns false (recording nothing) when following target → its
+  /// thread → the loop that thread waits for → ... reaches the calling thread, i.e. waiting would
+  /// close a cycle. Cost: one global lock and a walk of the path (each hop scans the waiting threads).
+  static bool begin_wait(WaitRecord& record, const LoopCore& target) noexcept XTHREAD_EXCLUDES(wait_graph_mutex_);
   /// The call begun by begin_wait completed (called by whichever thread completes it, before the
   /// caller is released).
-  static void end_wait(LoopCore& caller) noexcept;
+  static void end_wait(WaitRecord& record) noexcept XTHREAD_EXCLUDES(wait_graph_mutex_);
 
  private:
   friend class TimerState;
@@ -140,6 +146,13 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);
   static void discard_leftovers(Leftovers& leftovers) noexcept;
   void leave_run(bool stopped, bool hosted, bool by_exception) noexcept XTHREAD_EXCLUDES(mutex_);
+  /// Stores the loop's thread; a change is made under wait_graph_mutex_ too, so begin_wait's walk
+  /// reads every loop's thread consistently with the threads' wait records.
+  void set_loop_thread(std::thread::id thread) noexcept XTHREAD_REQUIRES(mutex_) XTHREAD_EXCLUDES(wait_graph_mutex_);
+  /// close_and_wait() on the thread inside this loop's run()/run_ready() (a task, its destructor, a
+  /// timer callback, on_error, a loop nested in one of them) would wait for itself forever: says so on
+  /// stderr and aborts.
+  [[noreturn]] static void destroyed_from_own_thread() noexcept;
   /// Entered run() or run_ready(): marks this loop as the thread's innermost running loop, and on
   /// leaving — stop(), or an exception such as bad_alloc while adopting timers — restores the outer
   /// one and leaves the loop not running (leave_run), so close_and_wait() (the destructor) proceeds.
@@ -182,8 +195,14 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   std::atomic<std::uint32_t> nonempty_{0};
   std::atomic<std::uint32_t> park_word_{kRunning};        // written under mutex_, futex-waited outside
   std::atomic<std::uint32_t> run_exit_word_{0};           // 1 while a thread is inside run()
+  // The thread inside run()/run_ready(), from enter_run() until leave_run() is done with *this (past
+  // loop_thread_'s reset: the discards at exit run destructors of tasks); written only by that thread,
+  // so only that thread can read its own id here. close_and_wait() on it would wait for itself.
+  std::atomic<std::thread::id> inside_thread_{};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> closed_{false};
+  // The thread inside run()/run_ready(), or the host between run_ready() calls; written under mutex_
+  // (and, when it changes, under wait_graph_mutex_: set_loop_thread), read anywhere.
   std::atomic<std::thread::id> loop_thread_{};
   std::atomic<std::uint64_t> tasks_run_{0};
   std::atomic<std::uint64_t> wakeups_{0};
@@ -198,11 +217,13 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   std::size_t idle_round_left_ = 0;                       // idle tasks the current idle round may still run
   // Anti-starvation: per level, tasks run in a row while a less urgent level (above idle) waited.
   std::array<std::uint32_t, kLevels> streaks_{};
-  // The process-wide wait-for graph of loop threads blocked in a synchronous call into another loop
-  // (begin_wait / end_wait): each loop's edge, under one lock taken only by call_sync made from a loop
-  // thread and by that call's completion. A loop with an edge is alive: its thread is blocked in run().
+  // The process-wide wait-for graph (begin_wait / end_wait): the WaitRecords of the loop threads
+  // blocked in a synchronous call, at most one per thread, under one lock taken only by such calls,
+  // their completions and changes of a loop's thread. A linked record's target is alive: the call is
+  // queued in it (or about to be), and a closing loop completes it (end_wait) before it goes away.
   static Mutex wait_graph_mutex_;
-  const LoopCore* waiting_for_ XTHREAD_GUARDED_BY(wait_graph_mutex_) = nullptr;
+  static WaitRecord* waiting_threads_ XTHREAD_GUARDED_BY(wait_graph_mutex_);
+  static std::size_t waiting_count_ XTHREAD_GUARDED_BY(wait_graph_mutex_);
   ErrorHandler on_error_;
 };
 

@@ -2,6 +2,9 @@
 
 #include <pthread.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 namespace xthread {
 
 LoopThread::LoopThread(std::string name) : name_(std::move(name)) {
@@ -13,6 +16,16 @@ LoopThread::LoopThread(std::string name) : name_(std::move(name)) {
 }
 
 LoopThread::~LoopThread() {
+  if (std::this_thread::get_id() == thread_.get_id()) {
+    // From one of its loop's tasks: joining would wait for ourselves (std::thread::join throws
+    // resource_deadlock_would_occur out of this noexcept destructor). Say why, once, and stop.
+    std::fputs(
+        "xthread: LoopThread destroyed from its own thread (one of its loop's tasks): it cannot join itself; "
+        "destroy it from another thread\n",
+        stderr);
+    std::fflush(stderr);
+    std::abort();
+  }
   loop_.stop();
   if (thread_.joinable()) thread_.join();
 }

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "coro_support.hpp"
+#include "cycle_support.hpp"
+#include "test_support.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/xthread.hpp"
 
@@ -184,6 +186,87 @@ TEST(SyncWait, WorksFromInsideALoopTask) {
     return xthread::sync_wait(hop(pool));
   });
   EXPECT_EQ(value, 7);
+}
+
+// ---- sync_wait and the cross-loop deadlock detection (issue #22) -----------------------------------
+//
+// The promise these tests attack (EventLoop::invoke_sync, ThreadSafeFunction::call_sync): a
+// synchronous call made on a loop thread into a loop whose thread is blocked, directly or through other
+// loops, in a synchronous call back into the caller's thread throws WouldDeadlockError instead of
+// hanging. sync_wait runs a private loop on the calling thread, nested inside the caller's own loop
+// task: a thread blocked in it is blocked for its outer loop too. Before the fix the wait-for graph
+// recorded the private loop as the waiter, not the outer loop, and these cycles hung (get_or_abort
+// then fails the test within its bound).
+
+/// sync_wait's task: on the sync_wait thread, invoke_sync into `target`, whose function invoke_syncs
+/// into `back` (xthread_test::call_back_through).
+Task<int> invoke_sync_into_then_back(xthread::EventLoop& target, xthread::EventLoop& back, std::atomic<bool>& ran) {
+  co_return xthread_test::call_back_through(target, back, ran);
+}
+
+TEST(SyncWaitDeadlock, ACycleBackIntoTheLoopWhoseTaskCalledSyncWaitIsRefused) {
+  // A's task → sync_wait → (private loop on A's thread) invoke_sync into B → B's function
+  // invoke_syncs back into A, whose thread is blocked in that sync_wait: a cycle.
+  xthread::LoopThread a{"sw-cycle-a"};
+  xthread::LoopThread b{"sw-cycle-b"};
+  std::atomic<bool> ran{false};
+  std::future<int> result =
+      a.loop().invoke([&] { return xthread::sync_wait(invoke_sync_into_then_back(b.loop(), a.loop(), ran)); });
+  EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> A"), xthread_test::kRefused);
+  EXPECT_FALSE(ran.load()) << "the refused call's function never ran";
+  // The refused attempt left no edge behind: B → A from B's thread, with A idle, runs.
+  EXPECT_EQ(b.loop().invoke_sync([&] { return a.loop().invoke_sync([] { return 5; }); }), 5);
+}
+
+/// sync_wait's task: one call_sync.
+Task<int> call_sync_once(xthread::ThreadSafeFunction<int(int)>& function, int value) {
+  co_return function.call_sync(value);
+}
+
+TEST(SyncWaitDeadlock, AThreeLoopCallSyncCycleThroughSyncWaitIsRefused) {
+  // A's task → sync_wait → call_sync into B → B's callee call_syncs into C → C's callee call_syncs
+  // into A, whose thread is blocked in the sync_wait.
+  xthread::LoopThread a{"sw3-a"};
+  xthread::LoopThread b{"sw3-b"};
+  xthread::LoopThread c{"sw3-c"};
+  std::atomic<int> a_callee_runs{0};
+  xthread::ThreadSafeFunction<int(int)> on_a{a.loop(), [&](int x) {
+                                               a_callee_runs.fetch_add(1);
+                                               return x;
+                                             }};
+  xthread::ThreadSafeFunction<int(int)> on_c{c.loop(), [&](int x) {
+                                               try {
+                                                 return on_a.call_sync(x);
+                                               } catch (const xthread::WouldDeadlockError&) {
+                                                 return -x;
+                                               }
+                                             }};
+  xthread::ThreadSafeFunction<int(int)> on_b{b.loop(), [&](int x) { return on_c.call_sync(x); }};
+  std::future<int> result = a.loop().invoke([&] { return xthread::sync_wait(call_sync_once(on_b, 5)); });
+  EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> C -> A"), -5);
+  EXPECT_EQ(a_callee_runs.load(), 0);
+  EXPECT_EQ(on_b.call_sync(6), 6) << "from a plain thread the same chain has no cycle";
+  EXPECT_EQ(a_callee_runs.load(), 1);
+}
+
+TEST(SyncWaitDeadlock, AChainThroughSyncWaitWithoutACycleRuns) {
+  // A's task → sync_wait → B → C: nobody calls back into a blocked thread's loop.
+  xthread::LoopThread a{"sw-chain-a"};
+  xthread::LoopThread b{"sw-chain-b"};
+  xthread::LoopThread c{"sw-chain-c"};
+  auto chain = [](xthread::EventLoop& first, xthread::EventLoop& second) -> Task<int> {
+    co_return first.invoke_sync([&second] { return second.invoke_sync([] { return 7; }) + 1; });
+  };
+  std::future<int> result = a.loop().invoke([&] { return xthread::sync_wait(chain(b.loop(), c.loop())); });
+  EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> C"), 8);
+  // Nested sync_waits on two threads of the chain, still without a cycle: A → sync_wait → B → sync_wait → C.
+  auto inner = [](xthread::EventLoop& target) -> Task<int> { co_return target.invoke_sync([] { return 3; }); };
+  auto outer = [](xthread::EventLoop& via, xthread::EventLoop& target, auto& make_inner) -> Task<int> {
+    co_return via.invoke_sync([&] { return xthread::sync_wait(make_inner(target)) + 1; });
+  };
+  std::future<int> nested =
+      a.loop().invoke([&] { return xthread::sync_wait(outer(b.loop(), c.loop(), inner)); });
+  EXPECT_EQ(xthread_test::get_or_abort(nested, "A -> sync_wait -> B -> sync_wait -> C"), 4);
 }
 
 // ---- EventLoop::schedule --------------------------------------------------------------------------

@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "cycle_support.hpp"
 #include "loop_hosts.hpp"
 #include "test_support.hpp"
 #include "xthread/thread_safe_function.hpp"
@@ -799,6 +800,37 @@ TEST_P(EventLoopHostedDriven, SyncCallsBetweenAHostedLoopAndARunLoop) {
     });
   });
   EXPECT_EQ(cycle, 42);
+}
+
+// Issue #22. Promise attacked: invoke_sync on a loop thread into a loop whose thread is blocked,
+// directly or through other loops, in a synchronous call back into the caller throws WouldDeadlockError
+// instead of hanging — when the blocked thread runs loops nested in one another. First A's task hosts
+// `inner` (run_ready() inside the task), and inner's task invoke_syncs into B, whose function
+// invoke_syncs back into A: A's thread is blocked inside inner's task, so A is blocked too. Then A's
+// thread, still inner's host between run_ready() calls, invoke_syncs from an A task into B, whose
+// function calls back into `inner`: inner is blocked with its host thread. Both used to hang (the graph
+// recorded only the innermost running loop as waiting).
+TEST_P(EventLoopHostedDriven, ACycleThroughALoopHostedInsideAnotherLoopsTaskIsRefused) {
+  EventLoop a;
+  EventLoop b;
+  EventLoop inner;
+  RunningLoop run_a(a, GetParam(), "nest-host-a");
+  RunningLoop run_b(b, LoopDriver::run, "nest-host-b");
+  std::atomic<bool> ran{false};
+  int inner_result = 0;  // written by inner's task, on A's thread, read there after run_ready()
+  ASSERT_TRUE(inner.post([&] { inner_result = xthread_test::call_back_through(b, a, ran); }));
+  std::future<int> result = a.invoke([&] {
+    inner.run_ready();
+    return inner_result;
+  });
+  EXPECT_EQ(xthread_test::get_or_abort(result, "A -> hosted run_ready -> B -> A"), xthread_test::kRefused);
+  std::future<int> between = a.invoke([&] {
+    EXPECT_TRUE(inner.in_loop_thread()) << "A's thread hosts `inner` between run_ready() calls";
+    return xthread_test::call_back_through(b, inner, ran);
+  });
+  EXPECT_EQ(xthread_test::get_or_abort(between, "A (hosting inner) -> B -> inner"), xthread_test::kRefused);
+  EXPECT_FALSE(ran.load());
+  inner.stop();  // its host thread is A's: stop it before A's thread goes away
 }
 
 // The host thread is the hosted loop's thread also between run_ready() calls (in_loop_thread()), so a

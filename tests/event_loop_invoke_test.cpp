@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "cycle_support.hpp"
 #include "loop_hosts.hpp"
 #include "test_support.hpp"
 
@@ -259,6 +260,34 @@ TEST_P(EventLoopInvokeSyncDriven, ACycleOfLoopsWaitingForEachOtherIsRefused) {
   EXPECT_EQ(result, 42);
   // A chain in one direction is fine: a -> b, b's function does not call back.
   EXPECT_EQ(a.invoke_sync([&] { return b.invoke_sync([] { return 7; }); }), 7);
+}
+
+// Issue #22. Promise attacked: invoke_sync on a loop thread into a loop whose thread is blocked,
+// directly or through other loops, in a synchronous call back into the caller throws WouldDeadlockError
+// instead of hanging — also when the blocked thread runs another loop nested inside the first one's
+// task. A's task runs `inner` (a nested run()); inner's task invoke_syncs into B, whose function
+// invoke_syncs back into A. A's thread is blocked inside inner's task, so A is blocked: a cycle. It used
+// to hang (only `inner`, the innermost loop, was recorded as waiting).
+TEST_P(EventLoopInvokeSyncDriven, ACycleThroughALoopRunNestedInsideAnotherLoopsTaskIsRefused) {
+  EventLoop a;
+  EventLoop b;
+  EventLoop inner;
+  RunningLoop run_a(a, GetParam(), "nested-run-a");
+  RunningLoop run_b(b, xthread_test::LoopDriver::run, "nested-run-b");
+  std::atomic<bool> ran{false};
+  int inner_result = 0;  // written by inner's task on A's thread, read there after inner.run()
+  ASSERT_TRUE(inner.post([&] {
+    inner_result = xthread_test::call_back_through(b, a, ran);
+    inner.stop();
+  }));
+  std::future<int> result = a.invoke([&] {
+    inner.run();  // nested inside A's task, on A's thread, until inner's task stops it
+    return inner_result;
+  });
+  EXPECT_EQ(xthread_test::get_or_abort(result, "A -> nested run -> B -> A"), xthread_test::kRefused);
+  EXPECT_FALSE(ran.load());
+  // The refused attempt left nothing recorded: B → A from B's thread, with A idle, runs.
+  EXPECT_EQ(b.invoke_sync([&] { return a.invoke_sync([] { return 9; }); }), 9);
 }
 
 TEST_P(EventLoopInvokeSyncDriven, ManyThreadsAtOnce) {

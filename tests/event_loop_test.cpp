@@ -2,9 +2,11 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <csignal>
 #include <future>
 #include <latch>
 #include <memory>
@@ -599,4 +601,72 @@ TEST_P(EventLoopHardeningDriven, StatsCountPendingWithoutWalkingAndAfterPreempti
   drive(loop, GetParam());
   // The first low task ran and was preempted: the 10 low tasks handed back, plus the idle stopper.
   EXPECT_EQ(pending_inside, 11u);
+}
+
+// Issue #22. Promise attacked: "Never destroy a loop from inside one of its own tasks" — the destructor
+// waits for run() to return, so from the loop's own thread it used to wait for itself forever, silently.
+// Now it prints one line saying so and aborts. Each case runs in a death-test child; alarm() bounds it,
+// so a hang ends the child with SIGALRM (not the SIGABRT expected) and fails the test instead of
+// blocking CI.
+TEST(EventLoopDeathTest, DestroyedFromOneOfItsOwnTasksAbortsWithAMessageInsteadOfHanging) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto aborts_with_the_message = [](const auto& body, const char* where) {
+    EXPECT_EXIT(
+        {
+          alarm(10);
+          body();
+        },
+        ::testing::KilledBySignal(SIGABRT), "xthread: EventLoop destroyed from one of its own tasks \\(its loop thread\\)")
+        << where;
+  };
+  aborts_with_the_message(
+      [] {
+        auto* loop = new EventLoop;
+        loop->post([loop] { delete loop; });
+        loop->run();
+      },
+      "from a task, in run()");
+  aborts_with_the_message(
+      [] {
+        auto* loop = new EventLoop;
+        (void)loop->post_after(0ms, [loop] { delete loop; });
+        loop->run();
+      },
+      "from a timer callback");
+  aborts_with_the_message(
+      [] {
+        auto* loop = new EventLoop;
+        loop->post([loop] { delete loop; });
+        loop->run_ready();
+      },
+      "from a task, in a host's run_ready()");
+  aborts_with_the_message(
+      [] {
+        auto* loop = new EventLoop;
+        EventLoop inner;
+        inner.post([loop] { delete loop; });  // on the loop's thread, inside one of its tasks
+        loop->post([&inner] { inner.run_ready(); });
+        loop->run();
+      },
+      "from a task of a loop nested inside one of its tasks");
+  aborts_with_the_message(
+      [] {
+        auto* loop = new EventLoop;
+        struct DeletesTheLoop {
+          explicit DeletesTheLoop(EventLoop* owned) : loop(owned) {}
+          ~DeletesTheLoop() { delete loop; }
+          EventLoop* loop;
+        };
+        loop->post([loop] { loop->stop(); });
+        // Discarded as run() returns: its destructor runs on the loop thread, inside run().
+        loop->post([owner = std::make_shared<DeletesTheLoop>(loop)] {});
+        loop->run();
+      },
+      "from the destructor of a task discarded as run() returns");
+  // Not a self-destruction: the host thread destroying its loop between run_ready() calls.
+  auto hosted = std::make_unique<EventLoop>();
+  EXPECT_TRUE(hosted->post([] {}));
+  EXPECT_EQ(hosted->run_ready(), 1u);
+  EXPECT_TRUE(hosted->in_loop_thread());
+  hosted.reset();
 }

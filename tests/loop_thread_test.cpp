@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 #include <pthread.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <future>
 #include <memory>
@@ -47,4 +50,22 @@ TEST(LoopThread, DestroyedRightAfterConstruction) {
     xthread::LoopThread worker;
   }
   SUCCEED();
+}
+
+// Issue #22. Promise attacked: "Do not destroy a LoopThread from its own thread" — destruction joins
+// the thread, so from one of its loop's tasks it joined itself: std::thread::join threw
+// resource_deadlock_would_occur out of the noexcept destructor, and the process ended in
+// std::terminate with no word about the cause. Now it prints one line saying so and aborts. alarm()
+// bounds the death-test child: a hang ends it with SIGALRM and fails the test.
+TEST(LoopThreadDeathTest, DestroyedFromItsOwnThreadAbortsWithAMessage) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        alarm(10);
+        auto* worker = new xthread::LoopThread("self-join");
+        std::promise<void> never;
+        worker->loop().post([worker] { delete worker; });
+        never.get_future().wait();  // the process ends inside the task
+      },
+      ::testing::KilledBySignal(SIGABRT), "xthread: LoopThread destroyed from its own thread");
 }

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <dirent.h>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -62,6 +63,16 @@ class HangGuard {
   bool done_ = false;  // guarded by mutex_
   std::thread monitor_;  // last: starts once the members above exist
 };
+
+/// Waits up to `limit` for `future`, then returns its value (or rethrows its exception). For a
+/// synchronous-call deadlock the library must refuse: every thread of such a cycle is blocked and
+/// nothing outside can release it, so on timeout the HangGuard prints `what` and aborts the process —
+/// a hang fails the test within `limit` instead of stalling CI until its timeout.
+template <class T>
+T get_or_abort(std::future<T>& future, const char* what, std::chrono::seconds limit = std::chrono::seconds{20}) {
+  const HangGuard guard(std::string(what) + ": a synchronous call (deadlock?)", limit);
+  return future.get();
+}
 
 struct ThreadInfo {
   std::string name;

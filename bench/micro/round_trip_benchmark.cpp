@@ -1,6 +1,7 @@
 // Round trips between two threads: the floors (spin and futex ping-pong) and xthread's call_sync /
 // call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back);
 // call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);
+// call_sync made from a loop thread (it records its wait for the cross-loop deadlock detection);
 // and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run();
 // a coroutine on a loop awaiting f.async() (RoundTrip_AsyncAwait, the coroutine form of call_sync);
 // a coroutine hopping to another loop and back with `co_await loop.schedule()` (Hop_LoopSchedule);
@@ -122,6 +123,22 @@ void RoundTrip_CallSync(benchmark::State& state, bool idle) {
 void RoundTrip_CallSyncWith(benchmark::State& state, bool idle) {
   xthread::LoopThread worker{"micro-loop"};
   measure_call_sync(state, worker.loop(), idle, xthread::CallOptions{.priority = xthread::Priority::high, .at_front = true});
+}
+
+/// call_sync made on a loop thread (inside a task of a loop this thread runs) into another loop: the
+/// path that records the caller's wait in the cross-loop deadlock detection (a plain thread's
+/// call_sync above never touches it).
+void RoundTrip_CallSyncFromLoop(benchmark::State& state, bool idle) {
+  xthread::LoopThread worker{"micro-loop"};
+  xthread::EventLoop home;  // run on this thread: the measuring loop is one of its tasks
+  if (!home.post([&] {
+        measure_call_sync(state, worker.loop(), idle);
+        home.stop();
+      })) {
+    state.SkipWithError("home loop stopped");
+    return;
+  }
+  home.run();
 }
 
 /// A thread hosting an EventLoop in a plain epoll loop (level-triggered on wakeup_fd(), timeout from
@@ -317,6 +334,8 @@ BENCHMARK_CAPTURE(RoundTrip_AtomicWaitFloor, hot, false)->UseRealTime()->Iterati
 BENCHMARK_CAPTURE(RoundTrip_AtomicWaitFloor, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSync, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSync, idle, true)->UseRealTime()->Iterations(2'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncFromLoop, hot, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncFromLoop, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncWith, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncWith, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, hot, false)->UseRealTime()->Iterations(20'000);

@@ -233,7 +233,9 @@ SyncWaitRoot sync_wait_root(Task<T>& task, SyncWaitResult<T>& result) {
 /// while the task runs on the calling thread, that thread is a loop thread: code that resumes a
 /// coroutine "where it was" by the calling thread's loop (ThreadSafeFunction::async) comes back to the
 /// sync_wait thread, and invoke_sync / call_sync made there take part in the cross-loop deadlock
-/// detection. The private loop stops when the task finishes, on whatever thread that is.
+/// detection — for every loop the thread runs: called from a task of loop A, a sync_wait whose task
+/// blocks in a call into B makes a call from B back into A fail with WouldDeadlockError, not hang.
+/// The private loop stops when the task finishes, on whatever thread that is.
 /// Memory ordering: everything the task did happens-before sync_wait returns. Allocates the private
 /// loop and one small root coroutine frame per call.
 template <class T>

@@ -111,11 +111,39 @@ class InvokeTask final : public LoopTask {
   std::promise<R> promise_;
 };
 
+/// A synchronous call's place in the wait-for graph behind WouldDeadlockError (see LoopCore::begin_wait),
+/// in the caller's frame. On a thread that runs a loop, the constructor records "this thread waits for
+/// `target`", or throws WouldDeadlockError(`refusal`) when that wait would close a cycle; elsewhere it
+/// records nothing (no loop can be waiting for a plain thread). Once the call is queued, its completion
+/// ends the wait (loop_end_wait on record(), before the caller is released) and the caller says so with
+/// handed_over(); otherwise the destructor ends it. Caller's thread only; not copyable or movable.
+class SyncWaitEdge {
+ public:
+  SyncWaitEdge(const LoopCore& target, const char* refusal) {
+    if (!calling_thread_runs_loop()) return;
+    if (!loop_begin_wait(record_, target)) throw WouldDeadlockError(refusal);
+    recorded_ = true;
+  }
+  SyncWaitEdge(const SyncWaitEdge&) = delete;
+  SyncWaitEdge& operator=(const SyncWaitEdge&) = delete;
+  ~SyncWaitEdge() {
+    if (recorded_) loop_end_wait(record_);
+  }
+  /// The record the call's completion must end, or nullptr when nothing was recorded.
+  [[nodiscard]] WaitRecord* record() noexcept { return recorded_ ? &record_ : nullptr; }
+  /// The call is queued: from now on its completion ends the wait.
+  void handed_over() noexcept { recorded_ = false; }
+
+ private:
+  WaitRecord record_;
+  bool recorded_ = false;
+};
+
 /// EventLoop::invoke_sync's call in flight: lives on the waiting caller's stack.
 template <class F, class R>
 class SyncInvokeTask final : public LoopTask {
  public:
-  SyncInvokeTask(F&& function, LoopCore* caller_loop) : function_(std::forward<F>(function)), caller_loop_(caller_loop) {}
+  SyncInvokeTask(F&& function, WaitRecord* wait) : function_(std::forward<F>(function)), wait_(wait) {}
   void run(LoopCore& /*core*/) noexcept override {
     try {
       if constexpr (std::is_void_v<R>) {
@@ -141,12 +169,12 @@ class SyncInvokeTask final : public LoopTask {
 
  private:
   void finish() noexcept {
-    if (caller_loop_ != nullptr) loop_end_wait(*caller_loop_);  // before the caller resumes
+    if (wait_ != nullptr) loop_end_wait(*wait_);  // before the caller resumes
     done_.set();  // last touch of *this: the caller's frame may end right after
   }
 
   F&& function_;            // the caller's callable, in its frame
-  LoopCore* caller_loop_;   // the caller's own loop when it is a loop thread (deadlock detection)
+  WaitRecord* wait_;        // the caller's recorded wait (deadlock detection), or nullptr
   std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result_;
   std::exception_ptr error_;
   OneShotEvent done_;
@@ -213,8 +241,9 @@ class SyncInvokeTask final : public LoopTask {
 /// loop keeps every rule of this comment (priorities, timers, stopping, ThreadSafeFunction calls).
 /// The thread that last called run_ready() is the loop's thread also between calls, until the loop
 /// stops: in_loop_thread() is true there, so a ThreadSafeFunction::call_sync or invoke_sync made by
-/// the host thread runs inline instead of waiting for itself, and a synchronous call it makes into
-/// another loop takes part in the cross-loop deadlock detection (WouldDeadlockError). The fd is
+/// the host thread runs inline instead of waiting for itself, and while the host thread is blocked in a
+/// synchronous call (made anywhere: between calls, or inside another loop's task) the cross-loop
+/// deadlock detection counts this loop as blocked too (WouldDeadlockError). The fd is
 /// made on first request; until then hosting costs nothing, and run() always parks on a futex, never
 /// on the fd. docs/event-loop.md shows hosts for epoll and libuv.
 ///
@@ -231,7 +260,12 @@ class SyncInvokeTask final : public LoopTask {
 /// the clock's range (say, `hours::max()`) means "never"; a negative delay means "now".
 ///
 /// Destruction: the destructor stops the loop and, if another thread is inside run() or run_ready(),
-/// waits for it to return. Never destroy a loop from inside one of its own tasks.
+/// waits for it to return. Never destroy a loop from its own thread while that thread is inside its
+/// run() or run_ready() — from one of its tasks or timer callbacks, a task's destructor (also of one
+/// discarded as run() returns), its on_error, or a loop nested in one of them: that would wait for
+/// itself forever, so the destructor prints "xthread: EventLoop destroyed from one of its own tasks
+/// (its loop thread): ..." to stderr and calls std::abort(). A host thread may destroy its loop
+/// between run_ready() calls.
 class EventLoop {
  public:
   struct Options {
@@ -303,10 +337,14 @@ class EventLoop {
 
   /// Any thread. Runs `function` on the loop thread and waits for its value; rethrows its exception
   /// (a ClosedError escaping it as NestedClosedError), ClosedError when it never ran (the loop had
-  /// stopped, or stopped before reaching it), or WouldDeadlockError when called on a loop thread whose
-  /// call would close a cycle of loops waiting for each other (as ThreadSafeFunction::call_sync). On
-  /// the loop's own thread it runs inline, at once, ahead of every queued task. The function is not
-  /// copied or moved: it runs from the caller's frame. No heap allocation.
+  /// stopped, or stopped before reaching it), or WouldDeadlockError (the function never ran) when
+  /// called on a loop thread whose wait would close a cycle of threads waiting for each other, as
+  /// ThreadSafeFunction::call_sync describes: this loop's thread is blocked, directly or through other
+  /// loops, in a call_sync / invoke_sync back into the calling thread — also when a thread of the
+  /// cycle is blocked inside a loop nested in another loop's task (sync_wait's private loop, a nested
+  /// run(), a hosted run_ready()), which blocks every loop that thread runs. On the loop's own thread
+  /// it runs inline, at once, ahead of every queued task. The function is not copied or moved: it runs
+  /// from the caller's frame. No heap allocation.
   /// Memory ordering: everything the caller did before is visible to the function; everything the
   /// function did is visible to the caller when invoke_sync returns.
   template <class F, class R = std::invoke_result_t<F&&>>
@@ -320,18 +358,12 @@ class EventLoop {
       }
     }
     if (detail::loop_closed(*core_)) throw ClosedError("EventLoop stopped");
-    const detail::CallerLoop caller = detail::calling_thread_loop();  // holds a hosted loop while we wait
-    detail::LoopCore* const caller_loop = caller.loop;
-    if (caller_loop != nullptr && !detail::loop_begin_wait(*caller_loop, *core_)) {
-      throw WouldDeadlockError(
-          "EventLoop::invoke_sync from a loop thread into a loop that is itself blocked in a synchronous call "
-          "back into the caller's loop (directly or through other loops)");
-    }
-    detail::SyncInvokeTask<F, R> node(std::forward<F>(function), caller_loop);
-    if (!detail::loop_post(*core_, &node, priority)) {
-      if (caller_loop != nullptr) detail::loop_end_wait(*caller_loop);
-      throw ClosedError("EventLoop stopped");
-    }
+    detail::SyncWaitEdge edge(*core_,
+                              "EventLoop::invoke_sync from a loop thread into a loop whose thread is blocked in a "
+                              "synchronous call back into the caller's thread (directly or through other loops)");
+    detail::SyncInvokeTask<F, R> node(std::forward<F>(function), edge.record());
+    if (!detail::loop_post(*core_, &node, priority)) throw ClosedError("EventLoop stopped");  // edge ends the wait
+    edge.handed_over();
     return node.take();
   }
 

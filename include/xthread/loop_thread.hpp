@@ -12,7 +12,9 @@ namespace xthread {
 ///
 /// Thread rule: loop() may be called from any thread; the loop's tasks run on the LoopThread's
 /// thread. Destruction: stops the loop (queued tasks are discarded, as EventLoop::stop says) and joins
-/// the thread. Do not destroy a LoopThread from its own thread (that is, from one of its tasks).
+/// the thread, from any other thread. Destroyed on its own thread (from one of its loop's tasks, or
+/// anything they call) it cannot join itself: it prints "xthread: LoopThread destroyed from its own
+/// thread ..." to stderr and calls std::abort().
 class LoopThread {
  public:
   explicit LoopThread(std::string name = "xthread-loop");

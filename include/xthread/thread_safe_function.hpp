@@ -54,9 +54,15 @@ class ThreadSafeFunction;
 /// Errors: ClosedError always means this call's callee never ran. The callee's own exception comes
 /// back unchanged, except a ClosedError escaping the callee (from a call the callee made itself),
 /// which arrives as NestedClosedError. call_sync made on a loop thread into a loop whose thread is
-/// blocked, directly or through a chain of loops, in a call_sync back into the caller's loop throws
-/// WouldDeadlockError instead of hanging (the callee never ran). Detection covers call_sync only; a
-/// cycle built from call().get() or other blocking waits is not detected.
+/// blocked, directly or through a chain of loops, in a call_sync back into the caller's thread throws
+/// WouldDeadlockError instead of hanging (the callee never ran). The waiting parties are threads: a
+/// thread blocked in a call is blocked for every loop it runs — its run() loop, a loop nested in one
+/// of that loop's tasks (sync_wait's private loop, a nested run(), a hosted run_ready()), a loop it
+/// hosts between run_ready() calls — so a cycle through any of them is refused, at any depth of
+/// nesting. Covered: blocking in call_sync and EventLoop::invoke_sync (also while waiting for a queue
+/// slot) made on a loop thread. Not covered: a cycle built from call().get(), invoke().get(), a
+/// sync_wait whose task waits elsewhere (its thread is parked in the private loop, not in a call), or
+/// any other blocking wait; and a call made on a plain thread, which no loop can be waiting for.
 ///
 /// Arguments: call() moves (or copies, for lvalues) each argument once into the queued call, and the
 /// callee receives it from there by move. call_sync() does not copy or move them on the way: it
@@ -160,28 +166,19 @@ class ThreadSafeFunction<R(Args...)> {
         throw NestedClosedError(inner.what());  // the callee did run
       }
     }
-    // A loop thread about to block: record the wait first, and refuse a call that closes a cycle.
-    const detail::CallerLoop caller = detail::calling_thread_loop();  // holds a hosted loop while we wait
-    detail::LoopCore* const caller_loop = caller.loop;
-    if (caller_loop != nullptr && !detail::loop_begin_wait(*caller_loop, *state.core)) {
-      throw WouldDeadlockError(
-          "ThreadSafeFunction::call_sync from a loop thread into a loop that is itself blocked in a call_sync "
-          "back into the caller's loop (directly or through other loops)");
-    }
-    struct WaitEdge {  // ends the recorded wait if we leave before the call is handed to the loop
-      detail::LoopCore* loop;
-      ~WaitEdge() {
-        if (loop != nullptr) detail::loop_end_wait(*loop);
-      }
-    } edge{caller_loop};
+    // A loop thread about to block (also on a full queue): record the wait first, and refuse a call
+    // that closes a cycle.
+    detail::SyncWaitEdge edge(*state.core,
+                              "ThreadSafeFunction::call_sync from a loop thread into a loop whose thread is blocked "
+                              "in a synchronous call back into the caller's thread (directly or through other loops)");
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
-    SyncCall<U&&...> node(state, caller_loop, std::forward<U>(arguments)...);
+    SyncCall<U&&...> node(state, edge.record(), std::forward<U>(arguments)...);
     const auto start = std::chrono::steady_clock::now();
     if (!detail::loop_post(*state.core, &node, options.priority, options.at_front)) {
       state.gate.cancel_admission();
       throw ClosedError("EventLoop stopped");
     }
-    edge.loop = nullptr;  // from here the call's completion ends the wait (SyncCall::finish)
+    edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
     node.done.wait(state.spin.budget());
     state.spin.record(std::chrono::steady_clock::now() - start);
     if (node.error) std::rethrow_exception(node.error);
@@ -299,8 +296,8 @@ class ThreadSafeFunction<R(Args...)> {
   /// A call_sync in flight: lives on the caller's stack, which waits until done is set.
   template <class... U>
   struct SyncCall final : detail::LoopTask {
-    SyncCall(State& owner, detail::LoopCore* waiting_loop, U... arguments)
-        : state(owner), caller_loop(waiting_loop), forwarded(std::forward<U>(arguments)...) {}
+    SyncCall(State& owner, detail::WaitRecord* caller_wait, U... arguments)
+        : state(owner), wait(caller_wait), forwarded(std::forward<U>(arguments)...) {}
     void run(detail::LoopCore& /*core*/) noexcept override {
       state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       if (state.gate.aborted()) {
@@ -324,13 +321,13 @@ class ThreadSafeFunction<R(Args...)> {
       finish();
     }
     void finish() noexcept {
-      if (caller_loop != nullptr) detail::loop_end_wait(*caller_loop);  // before the caller resumes
+      if (wait != nullptr) detail::loop_end_wait(*wait);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
       done.set();              // last touch of *this
     }
 
     State& state;
-    detail::LoopCore* caller_loop;  // the caller's own loop when it is a loop thread (deadlock detection)
+    detail::WaitRecord* wait;       // the caller's recorded wait (deadlock detection), or nullptr
     std::tuple<U...> forwarded;     // references into the waiting caller's frame
     std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
     std::exception_ptr error;

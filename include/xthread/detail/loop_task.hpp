@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <thread>
 
 #include "xthread/priority.hpp"
 #include "xthread/detail/saturating_time.hpp"
@@ -110,10 +111,11 @@ bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front 
 [[nodiscard]] bool loop_closed(const LoopCore& core) noexcept;
 /// Any thread. True on the loop's thread (inside run()/run_ready(), or its host between calls).
 [[nodiscard]] bool loop_in_thread(const LoopCore& core) noexcept;
-/// The loop whose thread the calling thread is, for the deadlock detection of synchronous calls: the
+/// The loop whose thread the calling thread is, for resuming work "where it was" (ResumeSite): the
 /// innermost loop whose run()/run_ready() is executing here, else the loop this thread hosts between
 /// run_ready() calls (the last one it hosted, while it is open). `keep_alive` holds a hosted loop
-/// alive while the caller waits (nothing else does between run_ready() calls).
+/// alive (nothing else does between run_ready() calls). The deadlock detection does not use it: a
+/// blocked thread is blocked for all its loops, not the innermost one (calling_thread_runs_loop).
 struct CallerLoop {
   LoopCore* loop = nullptr;
   std::shared_ptr<LoopCore> keep_alive;
@@ -122,9 +124,35 @@ struct CallerLoop {
 /// Any thread. A reference that keeps `core` alive, e.g. to post to it later from another thread (a
 /// coroutine's way back to the loop it awaited on: ThreadSafeFunction::async).
 [[nodiscard]] std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept;
-/// Deadlock detection for synchronous calls between loops (see LoopCore::begin_wait / end_wait).
-[[nodiscard]] bool loop_begin_wait(LoopCore& caller, const LoopCore& target);
-void loop_end_wait(LoopCore& caller) noexcept;
+
+/// A synchronous caller's edge in the process-wide wait-for graph behind WouldDeadlockError: "this
+/// thread is blocked until `target` has run its call" (see LoopCore::begin_wait). It lives in the
+/// waiting caller's frame; loop_begin_wait links it into the graph and loop_end_wait unlinks it, both
+/// under the graph's lock, and nothing else touches it. Not copyable or movable (the graph points at it).
+class WaitRecord {
+ public:
+  WaitRecord() = default;
+  WaitRecord(const WaitRecord&) = delete;
+  WaitRecord& operator=(const WaitRecord&) = delete;
+
+ private:
+  friend class LoopCore;
+  // All guarded by LoopCore's wait-graph mutex while linked.
+  std::thread::id thread_;
+  const LoopCore* target_ = nullptr;
+  WaitRecord* previous_ = nullptr;
+  WaitRecord* next_ = nullptr;
+};
+/// The calling thread is, or may be, the thread of some loop: inside a run() or run_ready(), or the
+/// host of a loop between run_ready() calls. Two thread-local reads, no atomic read-modify-write. Only
+/// such a thread can be waited for by a loop, so only its synchronous calls join the wait-for graph.
+[[nodiscard]] bool calling_thread_runs_loop() noexcept;
+/// The calling thread, about to block until `target` runs its call: records that in `record` and
+/// returns true, or returns false and records nothing when the wait would close a cycle (see
+/// LoopCore::begin_wait).
+[[nodiscard]] bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept;
+/// Any thread: the wait recorded in `record` is over. Called before the waiting caller is released.
+void loop_end_wait(WaitRecord& record) noexcept;
 /// Loop thread: hands an exception escaping a task to the loop's on_error.
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept;
 /// Any thread. Returns false (and marks the timer finished) when the loop is closed.
