@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "asio_allocator_support.hpp"
 #include "async_support.hpp"
@@ -170,6 +171,38 @@ TEST(AsioAsyncCall, PlainCallbackGetsTheValueOrTheError) {
   auto [error, value] = future.get();
   EXPECT_FALSE(error);
   EXPECT_EQ(value, 8);
+}
+
+// Promise attacked (asio.hpp, AsioCallEnd): once the call is handed to f's loop, the initiating thread
+// writes nothing into the operation's frame — the loop may run the callee, resume the operation and
+// free its frame before async_call has returned. Many calls into an idle loop make that race every
+// time; the old SuspensionRecorder stored its flag after the hand-off at clang -O1 (TSan: data race,
+// ASan: heap-use-after-free here).
+TEST(AsioAsyncCall, TheInitiatorWritesNothingIntoTheFrameAfterHandingTheCallToTheLoop) {
+  LoopThread worker{"asio-handoff"};
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  // More initiators than cores: one is often preempted right after its hand-off, while the loop
+  // completes its call and frees the frame (what ASan needs to see a late write; TSan sees it anyway).
+  constexpr int kInitiators = 4;
+  constexpr int kCallsEach = 1000;
+  constexpr int kCalls = kInitiators * kCallsEach;
+  std::atomic<int> completed{0};
+  std::atomic<long> sum{0};
+  std::promise<void> all_completed;
+  std::vector<std::thread> initiators;
+  for (int t = 0; t < kInitiators; ++t) {
+    initiators.emplace_back([&] {
+      for (int i = 0; i < kCallsEach; ++i) {
+        xthread::async_call(twice, i, [&](std::exception_ptr error, int value) {
+          if (!error) sum.fetch_add(value);
+          if (completed.fetch_add(1) + 1 == kCalls) all_completed.set_value();
+        });
+      }
+    });
+  }
+  for (std::thread& initiator : initiators) initiator.join();
+  ASSERT_EQ(all_completed.get_future().wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(sum.load(), kInitiators * 2L * kCallsEach * (kCallsEach - 1) / 2);
 }
 
 TEST(AsioAsyncCall, ClosedFunctionCompletesByPostNeverInsideAsyncCall) {

@@ -43,23 +43,6 @@ struct AsioCallSignatureOf<void> {
 template <class R>
 using AsioCallSignature = typename AsioCallSignatureOf<R>::type;
 
-/// Wraps ThreadSafeFunction's awaitable to learn whether the call completed inside the initiating
-/// function (no suspension: closed, or made on f's own loop thread) — Asio then requires the handler
-/// to be posted, never invoked from inside async_call.
-template <class Awaitable>
-struct SuspensionRecorder {
-  Awaitable& inner;
-  bool suspended = false;
-  bool await_ready() { return inner.await_ready(); }
-  bool await_suspend(std::coroutine_handle<> continuation) {
-    suspended = true;  // before handing the frame over: once it is queued, it may resume at any time
-    const bool queued = inner.await_suspend(continuation);
-    if (!queued) suspended = false;  // not handed over: the frame is still ours
-    return queued;
-  }
-  decltype(auto) await_resume() { return inner.await_resume(); }
-};
-
 /// What the operation hands to the handler's executor: the handler and the outcome. Its associated
 /// allocator is the handler's, so the executor queues it (when it does) with that allocator too.
 template <class R, class Handler>
@@ -81,7 +64,9 @@ struct AsioCallCompletion {
 };
 
 /// The end of the operation, co_returned by its body: the completion, the work guard on the handler's
-/// executor, and whether the call suspended (false: it completed inside async_call).
+/// executor, and whether the call suspended (false: it completed inside async_call). `suspended` is
+/// the awaitable's own record, written by the thread that resumed the operation: nothing on the
+/// initiating side writes to the frame once the call is handed to f's loop.
 template <class R, class Handler>
 struct AsioCallEnd {
   AsioCallCompletion<R, Handler> completion;
@@ -201,17 +186,16 @@ typename AsioCallPromise<R, Handler>::Operation run_asio_call(Awaitable awaitabl
   auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
   std::exception_ptr error;
   std::conditional_t<std::is_void_v<R>, char, R> value{};
-  SuspensionRecorder<Awaitable> recorder{awaitable};
   try {
     if constexpr (std::is_void_v<R>) {
-      co_await recorder;
+      co_await awaitable;
     } else {
-      value = co_await recorder;
+      value = co_await awaitable;
     }
   } catch (...) {
     error = std::current_exception();
   }
-  co_return AsioCallEnd<R, Handler>{{std::move(handler), error, std::move(value)}, std::move(work), recorder.suspended};
+  co_return AsioCallEnd<R, Handler>{{std::move(handler), error, std::move(value)}, std::move(work), awaitable.suspended()};
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
