@@ -1,8 +1,10 @@
 // <xthread/asio.hpp>: xthread::async_call with Debian's Boost.Asio — use_awaitable inside an
 // io_context coroutine, a plain callback, use_future; the callee's exception; ClosedError; the
-// associated-executor rule (the handler runs on the io_context's thread, with its work tracked); and the
-// associated-allocator rules (the operation's memory comes from the handler's allocator and is freed
-// before the handler runs). asio_allocation_test adds that global operator new is not used.
+// associated-executor rule (the handler runs on the io_context's thread, with its work tracked; a plain
+// callback on the system executor, never on f's loop thread); the hand-off (nothing touches the frame
+// after the call went to f's loop); and the associated-allocator rules (the operation's memory comes
+// from the handler's allocator and is freed before the handler runs). asio_allocation_test adds that
+// global operator new is not used.
 #include "xthread/asio.hpp"
 
 #include <gtest/gtest.h>
@@ -11,17 +13,23 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/system_executor.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/use_future.hpp>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <future>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "asio_allocator_support.hpp"
 #include "async_support.hpp"
@@ -172,6 +180,116 @@ TEST(AsioAsyncCall, PlainCallbackGetsTheValueOrTheError) {
   EXPECT_EQ(value, 8);
 }
 
+// Promise attacked (asio.hpp, AsioCallEnd): once the call is handed to f's loop, the initiating thread
+// writes nothing into the operation's frame — the loop may run the callee, resume the operation and
+// free its frame before async_call has returned. Many calls into an idle loop make that race every
+// time; the old SuspensionRecorder stored its flag after the hand-off at clang -O1 (TSan: data race,
+// ASan: heap-use-after-free here).
+TEST(AsioAsyncCall, TheInitiatorWritesNothingIntoTheFrameAfterHandingTheCallToTheLoop) {
+  LoopThread worker{"asio-handoff"};
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  // More initiators than cores: one is often preempted right after its hand-off, while the loop
+  // completes its call and frees the frame (what ASan needs to see a late write; TSan sees it anyway).
+  constexpr int kInitiators = 4;
+  constexpr int kCallsEach = 1000;
+  constexpr int kCalls = kInitiators * kCallsEach;
+  std::atomic<int> completed{0};
+  std::atomic<long> sum{0};
+  std::promise<void> all_completed;
+  std::vector<std::thread> initiators;
+  for (int t = 0; t < kInitiators; ++t) {
+    initiators.emplace_back([&] {
+      for (int i = 0; i < kCallsEach; ++i) {
+        xthread::async_call(twice, i, [&](std::exception_ptr error, int value) {
+          if (!error) sum.fetch_add(value);
+          if (completed.fetch_add(1) + 1 == kCalls) all_completed.set_value();
+        });
+      }
+    });
+  }
+  for (std::thread& initiator : initiators) initiator.join();
+  ASSERT_EQ(all_completed.get_future().wait_for(20s), std::future_status::ready);
+  EXPECT_EQ(sum.load(), kInitiators * 2L * kCallsEach * (kCallsEach - 1) / 2);
+}
+
+// Promise attacked (asio.hpp, "Where the handler runs"): a plain callback's associated executor is the
+// system executor, and it never runs on f's loop thread — neither after the callee (the old code
+// dispatched it there, inline) nor when the operation completed inside async_call (posted).
+TEST(AsioAsyncCall, APlainCallbackNeverRunsOnTheLoopThread) {
+  LoopThread worker{"asio-plain-thread"};
+  const std::thread::id loop_thread = thread_of(worker.loop());
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  ThreadSafeFunction<int(int)> closed{worker.loop(), [](int x) { return x; }};
+  closed.abort();
+  auto callback_thread = [](std::promise<std::thread::id>& ran_on) {
+    return [&ran_on](std::exception_ptr, int) { ran_on.set_value(std::this_thread::get_id()); };
+  };
+  std::promise<std::thread::id> after_the_callee;
+  std::promise<std::thread::id> initiated_on_the_loop;  // the callee runs inline inside async_call
+  std::promise<std::thread::id> closed_function;
+  xthread::async_call(twice, 1, callback_thread(after_the_callee));
+  worker.loop().invoke_sync([&] { xthread::async_call(twice, 2, callback_thread(initiated_on_the_loop)); });
+  xthread::async_call(closed, 3, callback_thread(closed_function));
+  for (std::promise<std::thread::id>* ran_on : {&after_the_callee, &initiated_on_the_loop, &closed_function}) {
+    std::future<std::thread::id> thread = ran_on->get_future();
+    ASSERT_EQ(thread.wait_for(10s), std::future_status::ready) << "a plain callback did not run";
+    EXPECT_NE(thread.get(), loop_thread) << "a plain callback ran on f's loop thread";
+  }
+}
+
+// Promise attacked (asio.hpp, "Where the handler runs"): a plain callback does not hold f's loop. It
+// waits for the callee of the next call on the same loop, which can run only if the callback is not
+// running on that loop (the old code ran it there: the next call waited for the callback's time-out).
+TEST(AsioAsyncCall, ASlowPlainCallbackDoesNotDelayTheNextCallOnTheLoop) {
+  LoopThread worker{"asio-plain-slow"};
+  std::promise<void> next_callee_ran;
+  std::shared_future<void> next_ran = next_callee_ran.get_future().share();
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  ThreadSafeFunction<void()> next{worker.loop(), [&] { next_callee_ran.set_value(); }};
+  std::promise<void> callback_started;
+  std::promise<bool> callback_released;  // true: the next call ran while the callback was waiting
+  xthread::async_call(twice, 1, [&](std::exception_ptr, int) {
+    callback_started.set_value();
+    callback_released.set_value(next_ran.wait_for(10s) == std::future_status::ready);
+  });
+  ASSERT_EQ(callback_started.get_future().wait_for(10s), std::future_status::ready);
+  std::future<void> next_call = next.call();  // made while the callback waits for it
+  EXPECT_EQ(next_call.wait_for(10s), std::future_status::ready);
+  std::future<bool> released = callback_released.get_future();
+  ASSERT_EQ(released.wait_for(20s), std::future_status::ready);
+  EXPECT_TRUE(released.get()) << "the next call waited for the callback: it ran on f's loop thread";
+}
+
+// Promise attacked (asio.hpp, "Where the handler runs"): an exception escaping a plain callback is the
+// system executor's to handle, not f's loop thread's: Boost.Asio's system executor calls
+// std::terminate on its own thread. The old code ran the callback on f's loop thread, so
+// std::terminate was called there. In a death test: the terminate handler names the thread.
+namespace {
+std::thread::id the_loop_thread;  // for the terminate handler below
+
+/// The death test's child: a plain callback that throws, and a terminate handler that says where it
+/// was called. Waits (bounded) for std::terminate to end the process.
+void throw_from_a_plain_callback() {
+  LoopThread worker{"asio-plain-throw"};
+  the_loop_thread = thread_of(worker.loop());
+  std::set_terminate([] {
+    std::fputs(std::this_thread::get_id() == the_loop_thread ? "terminate on f's loop thread\n"
+                                                             : "terminate off f's loop thread\n",
+               stderr);
+    std::abort();
+  });
+  ThreadSafeFunction<int(int)> twice{worker.loop(), [](int x) { return 2 * x; }};
+  xthread::async_call(twice, 1, [](std::exception_ptr, int) { throw std::runtime_error("callback failed"); });
+  std::promise<void> never;
+  never.get_future().wait_for(20s);  // the bound: std::terminate ends the process long before
+}
+}  // namespace
+
+TEST(AsioAsyncCallDeathTest, AThrowingPlainCallbackTerminatesOnTheSystemExecutorNotOnTheLoopThread) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(throw_from_a_plain_callback(), "terminate off f's loop thread");
+}
+
 TEST(AsioAsyncCall, ClosedFunctionCompletesByPostNeverInsideAsyncCall) {
   LoopThread worker{"asio-closed"};
   ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }};
@@ -242,24 +360,51 @@ TEST(AsioAsyncCall, IoContextOnAnotherThreadGetsItsHandlerThere) {
   io_thread.join();  // the context must outlive every operation, see async_call)
 }
 
-// The handler's associated allocator (Asio's universal model): the operation's frame comes from it and
-// goes back to it before the handler is invoked — also when the handler is invoked inline, from inside
-// the operation, as a plain callback (system executor) is: dispatched on f's loop thread.
-TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAHandlerDispatchedInline) {
+namespace {
+
+/// What a handler made by `wrap(recording_handler(...))` saw of one call queued behind a blocked loop
+/// (so the call site's temporaries are gone before the callee runs), checked as
+/// expect_freed_through_the_allocator_before_the_handler does and for the callee's value; and f's loop
+/// thread.
+struct CountedCall {
+  HandlerSaw seen;
+  std::thread::id loop_thread;
+};
+template <class Wrap>
+CountedCall call_through_a_counting_handler(Wrap wrap, long allocations) {
   xthread_test::AllocatorCounts counts;
   std::atomic<int> live_arguments{0};
-  LoopThread worker{"asio-alloc-inline"};
-  const std::thread::id worker_thread = thread_of(worker.loop());
+  LoopThread worker{"asio-alloc"};
+  const std::thread::id loop_thread = thread_of(worker.loop());
   ThreadSafeFunction<int(Tracked)> f{worker.loop(), [](Tracked) { return 7; }};
   std::promise<HandlerSaw> saw;
   {
-    xthread_test::LoopBlocker blocker(worker.loop());  // the call site's temporaries are gone before the callee runs
-    xthread::async_call(f, Tracked(live_arguments), recording_handler(counts, live_arguments, saw));
+    xthread_test::LoopBlocker blocker(worker.loop());
+    xthread::async_call(f, Tracked(live_arguments), wrap(recording_handler(counts, live_arguments, saw)));
   }
-  const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, 1);
+  const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, allocations);
   EXPECT_FALSE(seen.error);
   EXPECT_EQ(seen.value, 7);
-  EXPECT_EQ(seen.thread, worker_thread);  // dispatched inline there, not posted
+  return {seen, loop_thread};
+}
+
+}  // namespace
+
+// The handler's associated allocator (Asio's universal model): the operation's frame comes from it and
+// goes back to it before the handler is invoked — also when the handler is invoked inline, from inside
+// the operation: a handler bound to a strand over the system executor is dispatched, and so runs on
+// f's loop thread at once.
+TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAHandlerDispatchedInline) {
+  const CountedCall call = call_through_a_counting_handler(
+      [](auto handler) { return asio::bind_executor(asio::make_strand(asio::system_executor()), std::move(handler)); }, 1);
+  EXPECT_EQ(call.seen.thread, call.loop_thread);  // dispatched inline there, not posted
+}
+
+// The same for a plain callback (the system executor): posted to the system executor's threads, the
+// frame and the system executor's queued completion both come from the handler's allocator.
+TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAPlainCallbackOnTheSystemExecutor) {
+  const CountedCall call = call_through_a_counting_handler([](auto handler) { return handler; }, 2);
+  EXPECT_NE(call.seen.thread, call.loop_thread);
 }
 
 // The same for a handler posted to its io_context because the operation completed inside async_call

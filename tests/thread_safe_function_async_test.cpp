@@ -417,11 +417,14 @@ TEST(ThreadSafeFunctionAsync, AwaitingLoopStoppedWithTheContinuationQueuedResume
   LoopThread home{"async-home6"};
   const std::thread::id home_thread = thread_of(home.loop());
   LoopThread callee{"async-callee6"};
-  ThreadSafeFunction<int(int)> f{callee.loop(), [](int x) { return x + 1; }};
+  GatedCallee gate;
+  ThreadSafeFunction<int(int)> f = gate.function_on(callee.loop());
   Seen<int> seen;
   ASSERT_TRUE(home.loop().post([&] { await_into(seen, [&] { return f.async(1); }); }));
+  gate.entered.wait();  // the coroutine suspended; the callee holds its value until home is blocked
   {
-    LoopBlocker blocker(home.loop());  // queued after the coroutine's start: runs once it suspended
+    LoopBlocker blocker(home.loop());  // so the continuation is queued behind it, never run before it
+    gate.release.count_down();
     ASSERT_TRUE(xthread_test::eventually([&] { return home.loop().stats().pending >= 1; }));  // the continuation
     home.loop().stop();
   }  // home leaves run() and discards the continuation: resumed there, with the value

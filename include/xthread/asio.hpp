@@ -1,7 +1,7 @@
 // xthread/asio.hpp — ThreadSafeFunction calls as Boost.Asio asynchronous operations:
 //
 //   int r = co_await xthread::async_call(f, 1, boost::asio::use_awaitable);   // in an Asio coroutine
-//   xthread::async_call(f, 1, [](std::exception_ptr error, int r) { ... });  // a callback
+//   xthread::async_call(f, 1, [](std::exception_ptr error, int r) { ... });  // a callback: on Asio's system executor
 //   std::future<int> r = xthread::async_call(f, 1, boost::asio::use_future);
 //
 // Header-only, and only for programs that have Boost.Asio (1.74 or later: Debian 12's libboost-dev);
@@ -14,6 +14,7 @@
 #include <boost/asio/dispatch.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/system_executor.hpp>
 
 #include <coroutine>
 #include <cstddef>
@@ -43,22 +44,13 @@ struct AsioCallSignatureOf<void> {
 template <class R>
 using AsioCallSignature = typename AsioCallSignatureOf<R>::type;
 
-/// Wraps ThreadSafeFunction's awaitable to learn whether the call completed inside the initiating
-/// function (no suspension: closed, or made on f's own loop thread) — Asio then requires the handler
-/// to be posted, never invoked from inside async_call.
-template <class Awaitable>
-struct SuspensionRecorder {
-  Awaitable& inner;
-  bool suspended = false;
-  bool await_ready() { return inner.await_ready(); }
-  bool await_suspend(std::coroutine_handle<> continuation) {
-    suspended = true;  // before handing the frame over: once it is queued, it may resume at any time
-    const bool queued = inner.await_suspend(continuation);
-    if (!queued) suspended = false;  // not handed over: the frame is still ours
-    return queued;
-  }
-  decltype(auto) await_resume() { return inner.await_resume(); }
-};
+/// Whether an executor is Asio's system executor (any of its property variants): the associated
+/// executor of a handler that has none of its own. Its dispatch runs the function inline on the
+/// calling thread, so async_call posts to it instead (see async_call).
+template <class Executor>
+struct IsSystemExecutor : std::false_type {};
+template <class Blocking, class Relationship, class Allocator>
+struct IsSystemExecutor<boost::asio::basic_system_executor<Blocking, Relationship, Allocator>> : std::true_type {};
 
 /// What the operation hands to the handler's executor: the handler and the outcome. Its associated
 /// allocator is the handler's, so the executor queues it (when it does) with that allocator too.
@@ -81,7 +73,9 @@ struct AsioCallCompletion {
 };
 
 /// The end of the operation, co_returned by its body: the completion, the work guard on the handler's
-/// executor, and whether the call suspended (false: it completed inside async_call).
+/// executor, and whether the call suspended (false: it completed inside async_call). `suspended` is
+/// the awaitable's own record, written by the thread that resumed the operation: nothing on the
+/// initiating side writes to the frame once the call is handed to f's loop.
 template <class R, class Handler>
 struct AsioCallEnd {
   AsioCallCompletion<R, Handler> completion;
@@ -138,10 +132,12 @@ class AsioCallPromise {
         AsioCallCompletion<R, Handler> completion = std::move(end.completion);
         const bool suspended = end.suspended;
         frame.destroy();  // the frame, this awaiter and `end` are gone: only locals from here on
-        if (suspended) {
+        if (suspended && !IsSystemExecutor<Executor>::value) {
           boost::asio::dispatch(work.get_executor(), std::move(completion));  // on f's loop thread: usually a post
         } else {
-          boost::asio::post(work.get_executor(), std::move(completion));  // completed inside async_call
+          // Completed inside async_call (Asio's rule: post), or a handler without an executor of its
+          // own, whose system executor would run it right here, on f's loop thread.
+          boost::asio::post(work.get_executor(), std::move(completion));
         }
       }  // the moved-from handler goes before the work: nothing of the operation outlives it
       // Released only now, after the hand-off has returned: an io_context's run() cannot return (and
@@ -155,6 +151,7 @@ class AsioCallPromise {
   FinalSuspend final_suspend() noexcept { return {}; }
 
  private:
+  using Executor = typename boost::asio::associated_executor<Handler>::type;
   using Allocator = typename std::allocator_traits<
       typename boost::asio::associated_allocator<Handler>::type>::template rebind_alloc<AsioFrameUnit>;
   using AllocatorTraits = std::allocator_traits<Allocator>;
@@ -201,17 +198,16 @@ typename AsioCallPromise<R, Handler>::Operation run_asio_call(Awaitable awaitabl
   auto work = boost::asio::make_work_guard(boost::asio::get_associated_executor(handler));
   std::exception_ptr error;
   std::conditional_t<std::is_void_v<R>, char, R> value{};
-  SuspensionRecorder<Awaitable> recorder{awaitable};
   try {
     if constexpr (std::is_void_v<R>) {
-      co_await recorder;
+      co_await awaitable;
     } else {
-      value = co_await recorder;
+      value = co_await awaitable;
     }
   } catch (...) {
     error = std::current_exception();
   }
-  co_return AsioCallEnd<R, Handler>{{std::move(handler), error, std::move(value)}, std::move(work), recorder.suspended};
+  co_return AsioCallEnd<R, Handler>{{std::move(handler), error, std::move(value)}, std::move(work), awaitable.suspended()};
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -252,16 +248,27 @@ auto async_call_from_tuple(ThreadSafeFunction<R(Args...)>& function, const std::
 /// at the co_await for use_awaitable). Every rule of ThreadSafeFunction::async holds (the bound: with
 /// a full queue the operation waits for a slot, no thread blocks; closing; priorities; ordering).
 ///
-/// Where the handler runs: on its associated executor (boost::asio::get_associated_executor; a
-/// plain callback has the system executor), never on f's loop thread unless that is the executor:
-/// dispatched from f's loop thread after the callee, or posted when the operation completed inside
-/// async_call (closed function, or called on f's own loop thread). The executor's outstanding work is
-/// tracked from initiation until the handler has been handed to it, so `io_context::run()` does not
-/// return in between. Destruction: as for any Asio operation, the io_context must outlive it — the
-/// operation is over once run() may return (the work count), which can be just after the handler
-/// ran; destroying a context that was stop()ped with operations in flight is not safe. Memory
-/// ordering: everything before async_call is visible to the callee; everything the callee did is
-/// visible to the handler.
+/// Where the handler runs: on its associated executor (boost::asio::get_associated_executor), never
+/// inside async_call. After the callee the completion is dispatched to that executor from f's loop
+/// thread; it is posted instead when the operation completed inside async_call (closed function,
+/// stopped loop, or called on f's own loop thread: Asio's rule) and always for the system executor:
+///  - an executor bound (bind_executor(io_context, h)), and use_awaitable (the coroutine's executor):
+///    a thread inside that io_context's run() — from f's loop thread the dispatch is a post;
+///  - a plain callback (no executor of its own: the system executor): one of Asio's system thread
+///    pool threads (boost::asio::system_context, started on first use), never f's loop thread. An
+///    exception escaping it calls std::terminate on that thread (the system executor's rule);
+///  - use_future: its executor sets the future inline where the completion is dispatched: on f's
+///    loop thread after the callee, on a system thread when posted;
+///  - any other executor whose dispatch runs the function at once on any thread (a strand over the
+///    system executor): f's loop thread, inline after the callee.
+/// An exception escaping a handler on an io_context comes out of that context's run(), as Asio says.
+/// The executor's outstanding work is tracked from initiation until the handler has been handed to
+/// it, so `io_context::run()` does not return in between (the system executor has no run() to hold:
+/// a plain callback still queued when the program exits may never run). Destruction: as for any Asio
+/// operation, the io_context must outlive it — the operation is over once run() may return (the work
+/// count), which can be just after the handler ran; destroying a context that was stop()ped with
+/// operations in flight is not safe. Memory ordering: everything before async_call is visible to the
+/// callee; everything the callee did is visible to the handler.
 ///
 /// Memory: one allocation per operation, its frame, from the handler's associated allocator
 /// (boost::asio::get_associated_allocator, rebound; std::allocator — global operator new — for a

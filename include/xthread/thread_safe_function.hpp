@@ -539,6 +539,15 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     if constexpr (!std::is_void_v<R>) return std::move(*value_);
   }
 
+  /// Whether the co_await suspended: true when the coroutine was resumed by the thread that completed
+  /// the call (it went through f's queue, or waited for a slot); false when the call completed inside
+  /// the co_await (on f's own loop thread; closed function; stopped loop) — for adapters that must
+  /// not complete inside their initiating function (xthread::async_call). Thread rule: the awaiting
+  /// coroutine, after the co_await returned (or threw), while the awaitable lives. Ordering: recorded
+  /// by the resuming side before it resumes the coroutine, never by the suspending side after the
+  /// hand-off (docs/async-calls.md).
+  [[nodiscard]] bool suspended() const noexcept { return phase_ == Phase::resuming; }
+
  private:
   friend class ThreadSafeFunction;
 
@@ -597,7 +606,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   /// Sends the coroutine back to its resume site, or resumes it here (no site, or the site's loop
   /// stopped or pool shut down). Last touch of *this either way.
   void go_back() noexcept {
-    phase_ = Phase::resuming;  // written before the post: the loop's mutex publishes it with the task
+    phase_ = Phase::resuming;  // before the post (the loop's mutex publishes it); also what suspended() reads
     if (resume_site_.post(*this, *this, Priority::normal)) return;
     continuation_.resume();
   }
