@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 'use strict';
 // xthread-napi: where the headers are, for binding.gyp (the same shape as node-addon-api's index.js).
 //

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the Node-API bridge tests (node --test napi/test/) against the addon built in BUILD_DIR.
 #
 #   napi/run-tests.sh BUILD_DIR      BUILD_DIR: the root build folder (addon in BUILD_DIR/napi/) or a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # xthread-napi as a gyp dependency:
 #   'dependencies': ["<!(node -p \"require('xthread-napi').gyp\")"]
 # gives the depending target (only it: direct_dependent_settings) the include folder, NAPI_VERSION=8,

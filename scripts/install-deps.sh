@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Installs the Debian packages xthread needs, only those missing, then node-gyp from the npm registry when
 # it is not on PATH (napi.example_addon builds napi/examples/ from the packed xthread-napi with it).
 # Idempotent and silent when everything is present; needs nothing else.

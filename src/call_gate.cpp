@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/detail/call_gate.hpp"
 
 #include <stdexcept>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/detail/futex.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // src/loop_core.hpp — the engine behind EventLoop (internal: not installed, not seen by users): an
 // intrusive multi-priority queue, an indexed timer heap and a park word. Shared (via shared_ptr) by
 // the EventLoop, its Timers and every ThreadSafeFunction targeting it, so a call in flight never

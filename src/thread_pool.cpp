@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/thread_pool.hpp"
 
 #include <pthread.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counts global operator new around async_call with a replaced operator new: with a handler that has
 // an associated allocator, the operation itself (its frame, the completion queued on the handler's
 // executor) takes all its memory from that allocator, none from the global heap.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // For tests of <xthread/asio.hpp>'s use of the handler's associated allocator: an allocator that
 // counts what goes through it, and a callback that has it as its associated allocator (Boost 1.74 has
 // no boost::asio::bind_allocator: the handler names it itself, allocator_type + get_allocator()).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // <xthread/asio.hpp>: xthread::async_call with Debian's Boost.Asio — use_awaitable inside an
 // io_context coroutine, a plain callback, use_future; the callee's exception; ClosedError; the
 // associated-executor rule (the handler runs on the io_context's thread, with its work tracked; a plain

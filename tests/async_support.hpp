@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers for tests of calls between threads: a loop blocker that fills a loop's queue
 // deterministically, and (from coro_support.hpp) the smallest coroutine type, Detached, so tests of
 // awaitables need no Task.

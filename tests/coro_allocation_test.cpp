@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counts heap allocations made by schedule() hops with a replaced global operator new: the plain hop
 // onto a loop or the pool must allocate nothing (the awaiter is the queue node).
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers for the coroutine tests: a fire-and-forget coroutine type that is not a Task (its promise
 // has no await_transform), to show the hops work with any coroutine type.
 #pragma once

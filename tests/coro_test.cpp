@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of xthread/coro.hpp: Task, sync_wait, and the schedule() hops of EventLoop and ThreadPool
 // (xthread/schedule.hpp): where coroutines resume, closing, cancellation, other coroutine types.
 #include "xthread/coro.hpp"

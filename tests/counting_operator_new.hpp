@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A replaced global operator new that counts allocations while counting is on, for tests that prove
 // a path allocates nothing. Include it in exactly one source file of a test binary (it defines the
 // global operators). Sanitizer runtimes replace operator new themselves: plain builds only (see

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the deadlock-detection tests (issue #22): the closing hops of a synchronous-call cycle.
 #pragma once
 

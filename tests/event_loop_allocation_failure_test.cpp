@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An exception escaping EventLoop::run() or run_ready() (std::bad_alloc while taking new timers) must
 // leave the loop not running, lose nothing, and keep it destructible. A replaced global operator new
 // fails on demand.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EventLoop hosting (issue #11): wakeup_fd(), run_ready(), next_deadline() and in_loop_thread() on the
 // host thread, each promise attacked at its edge; then whole loops hosted by a plain epoll loop and a
 // real libuv loop (the way Node and OpenHarmony nest loops) next to run(), with the study's case: a

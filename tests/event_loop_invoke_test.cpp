@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EventLoop::invoke, invoke_sync and post_cancellable (issue #11): values, exceptions, closing, the
 // loop's own thread, deadlock detection, and cancel() raced against the loop (an exactly-once ledger).
 #include "xthread/event_loop.hpp"

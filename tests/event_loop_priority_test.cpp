@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // EventLoop's anti-starvation rule and idle rounds (issue #11): a flood of urgent work cannot starve
 // less urgent work forever, and an idle task that re-posts itself cannot keep the loop from parking.
 // (Exact orders under random floods: tests/stress/priority_order_stress_test.cpp.)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/event_loop.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tests of xthread/execution.hpp and the schedulers of xthread/schedule.hpp: loop.scheduler() and
 // pool.scheduler() checked against the rules of C++26 std::execution (P2300) with a receiver written
 // to the paper (stdexec is not available here). What is checked: the concept tags, the completion

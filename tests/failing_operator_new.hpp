@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A replaced global operator new that fails on demand, for tests of what happens when memory runs out.
 // Include it in exactly one source file of a test binary (it defines the global operators).
 // Sanitizer runtimes that link statically (clang's TSan) conflict with it: such binaries are built only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread::Future (future.hpp): what ThreadPool::submit and TaskGroup::submit return. Each promise of
 // the header gets a test here; the race between the producer publishing and the Future letting go is
 // attacked in FutureRace (also under TSan and ASan, which see a double free, a leak or a lost write).

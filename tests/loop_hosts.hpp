@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Drivers for an EventLoop under test: its own run(), or hosted (EventLoop's "Hosting") by a plain
 // epoll loop or by a real libuv loop — the way Node and OpenHarmony nest loops. Tests parameterized
 // over LoopDriver check that a hosted loop behaves like one in run().

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/loop_thread.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/saturating_time.hpp: the conversions every wait_for / wait_until / post_after /
 // post_every / wait_idle_for entry point goes through. Promise attacked (issue #22, item 2): a time
 // conversion never overflows; it saturates first, so "forever" stays forever and the far past is "now".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // detail::SpinMutex: mutual exclusion under contention (polling and parking paths) and hand-over to
 // a waiter that parked.
 #include <gtest/gtest.h>

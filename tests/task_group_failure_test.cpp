@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // TaskGroup under allocation failure: a post() or submit() that cannot allocate — its entry, or the
 // pool's queue block — throws std::bad_alloc and leaves the group as it was. A replaced global
 // operator new fails on demand (this binary only).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/task_group.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // detail::TaskQueue: FIFO order across blocks, O(1) swap, destruction of what is left, and a push
 // that cannot allocate leaves the queue unchanged.
 #include <gtest/gtest.h>

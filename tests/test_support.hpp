@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers shared by the tests. No sleeps: conditions are either signalled or polled with a deadline.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ThreadPool under failure: a thread that cannot be created part-way through the constructor, and an
 // allocation failure while parallel_for queues its helpers. A replaced global operator new fails on
 // demand (this binary only).

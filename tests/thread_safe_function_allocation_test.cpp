@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Counts heap allocations made by ThreadSafeFunction calls with a replaced global operator new.
 #include <gtest/gtest.h>
 

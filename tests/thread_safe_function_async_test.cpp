@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ThreadSafeFunction::async / async_with: `co_await f.async(x)` from any coroutine — value, void,
 // exceptions, closing, the resume rule (awaiting loop / hosted loop / plain thread / pool worker /
 // f's own loop / resume_on_callee / awaiting loop stopped), the queue bound and priorities.

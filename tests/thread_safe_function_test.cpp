@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xthread/thread_safe_function.hpp"
 
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/version.hpp: the macros a program checks equal project(xthread VERSION …) in CMakeLists.txt
 // (passed in as XTHREAD_TEST_CMAKE_VERSION), so a release cannot bump one and forget the other. The npm
 // package's version is checked against the same CMake line by napi/test/package.test.mjs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread-bench: the xthread lab driver. Each subcommand lives in its own files; this only wires them.
 #include <cstdio>
 #include <exception>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "micro_support.hpp"
 
 #include <algorithm>

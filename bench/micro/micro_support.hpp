@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the micro-benchmarks: per-sample percentiles reported as benchmark counters.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fire-and-forget empty tasks from one producer: xthread::ThreadPool against boost::asio::thread_pool.
 // CPU time is the whole process's (MeasureProcessCPUTime), per task, so spinning workers are charged.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Round trips between two threads: the floors (spin and futex ping-pong) and xthread's call_sync /
 // call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back);
 // call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);

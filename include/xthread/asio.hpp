@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/asio.hpp — ThreadSafeFunction calls as Boost.Asio asynchronous operations:
 //
 //   int r = co_await xthread::async_call(f, 1, boost::asio::use_awaitable);   // in an Asio coroutine

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/closed_error.hpp — kept for existing includes; the errors live in xthread/errors.hpp.
 #pragma once
 

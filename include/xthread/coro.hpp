@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/coro.hpp — coroutines: Task<T> (lazy, symmetric transfer), sync_wait, and the hops
 // `co_await loop.schedule()` / `co_await pool.schedule()` (xthread/schedule.hpp). Where a coroutine
 // resumes, closing, cancellation and allocation: docs/coroutines.md.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/errors.hpp — the errors xthread reports: ClosedError (the work never ran),
 // NestedClosedError (the work ran, and a call it made was closed), WouldDeadlockError (a synchronous
 // call that could never complete), CancelledError (a hop whose stop token was stopped).

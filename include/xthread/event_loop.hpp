@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/event_loop.hpp — a task loop that runs on whichever thread calls run().
 #pragma once
 

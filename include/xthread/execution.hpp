@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/execution.hpp — EventLoop and ThreadPool as schedulers in the shape of C++26 std::execution
 // (P2300): `loop.scheduler()` / `pool.scheduler()` return copyable, equality-comparable handles whose
 // schedule() returns a sender that completes on the loop's thread / a pool worker. Included by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/future.hpp — the result of ThreadPool::submit and TaskGroup::submit: a one-shot future whose
 // waiter polls briefly before it sleeps, so a result that arrives within microseconds costs no kernel
 // wake-up.

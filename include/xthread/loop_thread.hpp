@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/loop_thread.hpp — a named thread that runs its own EventLoop.
 #pragma once
 

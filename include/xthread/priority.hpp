@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/priority.hpp — the priority of a task on an EventLoop.
 #pragma once
 

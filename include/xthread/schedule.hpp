@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/schedule.hpp — what `co_await loop.schedule()` and `co_await pool.schedule()` return: an
 // awaiter that moves the awaiting coroutine onto an EventLoop's thread or a ThreadPool worker.
 // Included by event_loop.hpp and thread_pool.hpp; coroutines in general are in xthread/coro.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/task_group.hpp — a set of pool tasks you can wait for or cancel as one (TBB task_group,
 // BS::thread_pool multi_future).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/thread_pool.hpp — a fixed-but-resizable pool of worker threads.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/thread_safe_function.hpp — call a function on an EventLoop's thread from any thread and
 // get its return value back: Node-API's napi_threadsafe_function model, typed, with results.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/version.hpp — the library's version, for `#if` checks at compile time and for printing.
 // It equals project(xthread VERSION …) in the top-level CMakeLists.txt and the npm package's version
 // (checked by tests/version_test and napi/test/package.test.mjs).

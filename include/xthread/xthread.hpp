@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
 // ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors, the version.
 #pragma once

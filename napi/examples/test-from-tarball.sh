@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Builds the example addon napi/examples/worker-callback from the packed xthread-napi, the way a consumer
 # would, and runs its test. Downloads nothing. ctest runs it as napi.example_addon.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Worker side of lab cases 2 and 3. Creates targets on this Worker's JS thread and posts their ids:
 //   concat(a, b, i)      case 2: concatenates here
 //   forward(a, b, i)     case 3: calls the main thread's concat synchronously through the addon

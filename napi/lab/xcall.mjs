@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // Node-API cross-thread call lab: a C++ thread calls JS through napi_threadsafe_function and waits for the
 // returned string, through this project's bridge (xthread_napi::JsFunction::call_sync, --impl bridge,
 // implementation "node-api") and/or through a bare TSFN with a C++ condition-variable wait (--impl raw,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // npm pack helper for xthread-napi (napi/package.json's prepack and postpack).
 //
 //   node scripts/stage-headers.mjs stage   copies the core headers the bridge includes (<xthread/...>,

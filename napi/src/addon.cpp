@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread_napi.node — the addon behind the Node-API cross-thread call lab (napi/lab/xcall.mjs) and its
 // tests (napi/test/). Everything cross-thread goes through xthread_napi::JsFunction, except the raw targets.
 //

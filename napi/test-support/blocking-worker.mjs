@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Test Worker (used by napi/test/lifecycle.test.mjs and promises.test.mjs): creates a target concat(a, b, i) -> a + b on this thread and posts { id }.
 // On call number workerData.at it posts { busy: i } and then, by mode:
 //   'block': waits in Atomics.wait forever (only worker.terminate() ends it);

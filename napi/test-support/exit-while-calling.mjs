@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A process that ends while a C++ thread is blocked in a call into its main thread (run by
 // napi/test/exit.test.mjs as a child process).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the napi tests (napi/test/; kept out of that folder because node --test runs every .mjs file in a
 // folder named test): loads the built addon (env XTHREAD_NAPI_ADDON, else the newest
 // build/*/napi/xthread_napi.node; see napi/lab/lib/addon.mjs).

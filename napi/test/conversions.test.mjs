@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Round trips through a C++ thread: JS value -> C++ T -> fn(T) on the JS thread -> C++ T -> JS value.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

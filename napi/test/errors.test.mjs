@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A JS exception becomes a C++ exception (xthread_napi::JsError) carrying its message.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The process ends (process.exit() or an uncaught exception) while C++ threads are in calls into its main
 // thread: every pending and later call fails promptly with ClosedError and the process exits with its
 // code, for sync and async callers, from libuv pool threads and from plain std::threads.

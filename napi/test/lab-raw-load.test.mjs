@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lab's raw Node-API TSFN path (issue #10 item 3) and its main-thread load (items 1, 2): the raw
 // targets answer like the bridge's, with the same phases; the load hits its target.
 import { test } from 'node:test';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lab's three cases with tiny counts, and its command line.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Release, abort and environment teardown: every pending caller gets an error, nothing hangs or crashes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The npm package xthread-napi (napi/package.json, index.js, xthread_napi.gyp): cheap facts, nothing built
 // or packed (napi/examples/test-from-tarball.sh, ctest napi.example_addon, packs and builds).
 import { test } from 'node:test';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A JS function that returns a Promise (or thenable): the C++ caller gets its settled value, a rejection
 // becomes JsError, the JS thread is never blocked while it is pending, and a Promise that never settles
 // does not keep the caller once the function is aborted or its environment ends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built against an installed xthread by scripts/test (find_package and pkg-config).
 #include <xthread/xthread.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: EventLoop::post_cancellable and invoke_sync (issue #11) at their failing edges.
 //   - cancel() raced against the loop starting the task, from two cancelling threads at once: for every
 //     task exactly one of "it ran" and "a cancel() returned true" holds (an exactly-once ledger);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: the schedule() hops of EventLoop and ThreadPool (xthread/schedule.hpp) at their racing edges.
 //   - hand-off: coroutines that hop once and end at once, so the target frees the frame (and the
 //     awaiter in it) while the awaiting thread may still be inside await_suspend; an awaiter touched

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: a hosted EventLoop (issue #11, Hosting) under a flood, while stop() races it.
 //   - producers flood post() (every priority) and ThreadSafeFunction call_sync / call into a loop
 //     hosted by a libuv loop (and, second test, by a plain epoll loop), while stop() comes from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: nested and cross-loop synchronous calls — "a call_sync that would close a cycle of loops
 // throws WouldDeadlockError instead of hanging; ClosedError means only that this call's callee never
 // ran" — random chains across three loops, with inner functions aborted at random; then chains whose

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: the loop's priority order under floods — with strict priorities (starvation_limit = 0) "a
 // task never starts while a more urgent task is queued; tasks of one priority run in the order they
 // were queued"; with the anti-starvation rule, exactly the order the documented rule gives — with 4

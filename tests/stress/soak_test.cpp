@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Soak: mixed operations (posts of every priority, timers made and cancelled, call / call_sync /
 // try_call, functions aborted and released, loops created and destroyed) for the stress budget, with
 // the resident set read after a warm-up and at the end. Fails if it grew by more than kAllowedGrowth.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Infrastructure for xthread's stress tests (tests/stress/, ctest label `stress`):
 //   - a time budget per test from XTHREAD_STRESS_SECONDS             stress_scale(), time_budget()
 //   - a bounded round loop that prints one summary line              Limits, run_rounds()

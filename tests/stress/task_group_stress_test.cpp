@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: TaskGroup's promises against ThreadPool::shutdown(Shutdown::drop) — "every task of the group
 // either ran or was dropped, exactly once; a dropped submit()'s Future holds ClosedError; wait() and
 // the destructor return; drop's count is exact" — with shutdown(drop) racing workers that are running

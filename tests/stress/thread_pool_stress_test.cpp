@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: ThreadPool's exact contracts under storms — "every task queued before shutdown(drain) runs
 // exactly once; drop's count is exact; pause lets no task start" — with producers posting while
 // another thread resizes, pauses and resumes at random, then shuts down (drain or drop).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: `co_await f.async(x)` from many coroutines at once — started on two EventLoops, on a
 // ThreadPool and on a plain thread, with bounded and unbounded queues — racing abort(), release, the
 // stop of f's loop, the stop of an awaiting loop and the drop-shutdown of the awaiting pool (whose

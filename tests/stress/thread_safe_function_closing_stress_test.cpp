@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: ThreadSafeFunction's closing guarantee — "every caller gets its value or ClosedError; no
 // call, producer or loop ever hangs; the finalizer runs exactly once; the loop keeps running" — against
 // every close path (abort, release, release from inside the callee, loop stop, loop destruction, last

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Stress: Timer::cancel — "once cancel() returns, the callback does not start" — against the loop
 // firing the timer (one-shot and periodic), and cancel against stop; plus prompt release of captures.
 #include <gtest/gtest.h>

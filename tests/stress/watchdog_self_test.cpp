@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Self-test of the stress infrastructure (stress_support.hpp): the watchdog must be able to fail, loudly
 // and with every thread's stack, and the budget/round helpers must do what they say.
 //

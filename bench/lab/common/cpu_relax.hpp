@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // cpu_relax(): the CPU's spin-wait hint, for the lab's busy-wait loops (the spin floor, the callee's
 // simulated work). The library has its own in xthread/detail/futex.hpp; the lab keeps one so that its
 // floors do not depend on the library under test.

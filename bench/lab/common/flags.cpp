@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/flags.hpp"
 
 #include <algorithm>

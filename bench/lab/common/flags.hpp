@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Command-line input of the xthread lab (`xthread-bench`): the usage error every subcommand throws for bad
 // input, the parsers of counts, durations and lists, and the CLI11 validators that state each flag's range.
 // Nothing here measures anything or depends on the xthread library. Every function may be called from any

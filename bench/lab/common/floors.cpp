@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/floors.hpp"
 
 #include <linux/futex.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Floors: the cheapest possible cross-thread round trips on this machine, to put the lab's numbers in
 // scale. Measured with plain std::thread and std::atomic, so they describe the machine, not the library under
 // test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/machine.hpp"
 
 #include <sys/utsname.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Machine description of the xthread lab, emitted in every JSON result.
 #pragma once
 

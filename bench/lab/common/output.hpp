@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Output of the xthread lab: the progress line on stderr, the --format choice, the --out directory (atomic
 // writes, charts) and publish(), the one path by which every subcommand prints and writes its report.
 // Progress and OutputDir are used by one thread at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Child processes and temporary directories of the xthread lab: `napi` runs node, OutputDir::render_charts
 // runs python, and the lab's tests run xthread-bench itself, all through run_process(). Every function may
 // be called from any thread; a TempDir is used by one thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/statistics.hpp"
 
 #include <sys/resource.h>

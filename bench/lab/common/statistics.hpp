@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Statistics and CPU time of the xthread lab: nearest-rank summaries of sample sets and the process's and
 // a thread's CPU time. Pure functions; callable from any thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common/text_table.hpp"
 
 #include <algorithm>

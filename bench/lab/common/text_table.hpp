@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Text helpers shared by the lab's table reporters: printf-style formatting, number formatting and a
 // plain text table.
 #pragma once

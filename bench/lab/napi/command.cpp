@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "napi/command.hpp"
 
 #include <sys/resource.h>

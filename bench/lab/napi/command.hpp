@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The `xthread-bench napi` subcommand: study 000 measured on this machine with Node-API (node
 // napi/lab/xcall.mjs --impl bridge,raw, run as a child process: a bare napi_threadsafe_function with a C++
 // wait, "node-api-raw", and the xthread_napi::JsFunction bridge, "node-api") and with xthread (the xcall

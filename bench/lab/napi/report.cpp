@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "napi/report.hpp"
 
 #include <algorithm>

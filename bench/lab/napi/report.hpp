@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The report of `xthread-bench napi`: both implementations' points for study 000 (the Node-API half's raw TSFN
 // and bridge points, the xthread half's), the loads each side ran, and its three renderings (the reporting
 // convention of common/output.hpp). Pure functions of the report; callable from any thread.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one small interface every pool in the pool lab is driven through, so that each workload is
 // written once (pool/workloads.hpp) and instantiated for every peer (pool/peers/*.cpp).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `xthread-bench pool`: the command line and output of the thread-pool lab (driver: pool/lab.cpp).
 #include "pool/command.hpp"
 

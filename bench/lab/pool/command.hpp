@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `xthread-bench pool`: the thread-pool lab. Reproduces study 004 (Eterfree) as published, then
 // measures what separates pools (empty tasks, futures, bulk, round trips, fine tasks, many producers,
 // oversubscription, head-of-line blocking, idle CPU) on xthread::ThreadPool, boost::asio::thread_pool, oneTBB and a naive baseline.

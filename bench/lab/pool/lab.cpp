@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pool lab's driver: option checks, calibration, interleaved runs, aggregation.
 #include "pool/lab.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pool lab's driver, separate from its command line so tests can run it directly.
 #pragma once
 

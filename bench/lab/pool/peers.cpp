@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "pool/peers.hpp"
 
 #include <array>

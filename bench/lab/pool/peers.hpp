@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pools the pool lab compares. Each lives in its own file under peers/ and instantiates every
 // workload (pool/workloads.hpp) for its adapter; this header is the type-erased door to them.
 #pragma once

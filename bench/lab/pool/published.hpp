@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The figures published by study 004, the Eterfree thread pool performance test: the only copy in code; the
 // pool lab's table, JSON "published" block and charts read them from here.
 #pragma once

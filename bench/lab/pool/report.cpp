@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Text reporters of the pool lab: the human table and the per-run CSV (the JSON is in results.cpp).
 #include "pool/report.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The reporters of the pool lab, by the lab's reporting convention (common/output.hpp): pure functions of a
 // PoolReport, callable from any thread.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "pool/results.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Results of the pool lab: per-run samples aggregated per (workload, pool), the study's published
 // Eterfree table, the goals, and the JSON document, schema "xthread-bench/pool/1"
 // (docs/results-schema.md, section "pool").

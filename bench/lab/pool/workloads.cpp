@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "pool/workloads.hpp"
 
 #include <dirent.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pool lab's workloads, each written once against the PoolAdapter concept (pool/adapter.hpp) and
 // instantiated by every peer in pool/peers/*.cpp.
 //

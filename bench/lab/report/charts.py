@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Charts for xthread-bench results.
 
 Usage: charts.py LAB RESULTS_JSON OUT_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """One self-contained page for a scripts/lab run: RESULTS_DIR/index.html.
 
 Usage: html_report.py RESULTS_DIR [--out FILE]

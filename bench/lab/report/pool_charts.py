@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 """Charts of the pool lab (schema xthread-bench/pool/1), drawn for charts.py.
 
 charts.py imports this file for lab "pool" and calls render(doc, out_dir, save), where

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes RESULTS_DIR/run.json: what one scripts/lab invocation ran, so nothing in results/ is silently
 a quick run (schema "xthread-lab/run/1"; html_report.py reads it).
 

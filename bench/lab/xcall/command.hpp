@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The `xthread-bench xcall` subcommand: flags, validation, output.
 #pragma once
 

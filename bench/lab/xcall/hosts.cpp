@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xcall/hosts.hpp"
 
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // How the xcall lab's main loop is driven (`xthread-bench xcall --host`): by its own run(), or hosted by
 // another loop through EventLoop::wakeup_fd / run_ready / next_deadline (issue #11, "In the lab").
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xcall/published.hpp"
 
 #include <array>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The numbers published by study 000, ThreadSafeFunctionPerf (OpenHarmony, Node-API; repository
 // kkup180/thread-safe-function-perf): mean microseconds of 20 calls per cell, from the two tables of its
 // README section "测试结果" (test results), cited in full by kStudy000Citation. These are the only copies in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reporters of the xcall lab, one per output format (report_table.cpp, report_csv.cpp,
 // report_json.cpp). All are pure functions of the results; none measures anything.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --format csv: one row per point, self-contained.
 #include <algorithm>
 #include <cstdio>

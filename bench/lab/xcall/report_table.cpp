@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // --format table, and the combined OpenHarmony | raw TSFN | Node-API | xthread table.
 #include <algorithm>
 #include <cstdio>

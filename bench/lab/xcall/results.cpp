@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xcall/results.hpp"
 
 #include <algorithm>

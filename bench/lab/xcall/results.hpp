@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Result types of the cross-thread call lab (study 000) and their JSON form, schema
 // "xthread-bench/xcall/1" (docs/results-schema.md).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "xcall/scenario.hpp"
 
 #include <algorithm>

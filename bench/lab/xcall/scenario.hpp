@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Scenario of study 000: what does a cross-thread call with a return value cost?
 //
 // Threads:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/call_gate.hpp — admission control for ThreadSafeFunction: the bounded queue,
 // Node-API style reference counting, abort, and the once-only "drained" signal for the finalizer.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/futex.hpp — parking primitives shared by every xthread type.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/loop_task.hpp — what the public headers need of EventLoop's engine: the intrusive
 // task types and a few functions on the engine, which itself (LoopCore, src/loop_core.hpp) stays out
 // of users' translation units.

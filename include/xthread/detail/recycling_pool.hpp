@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/recycling_pool.hpp — a small thread-safe free list of memory blocks, so the
 // per-call objects of ThreadSafeFunction::call (the queued call and the std::promise state) are
 // reused instead of allocated for each call.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/resume_site.hpp — where a suspended coroutine goes back to once the work it awaits
 // on another thread is done: the scheduler it was running on when it suspended (ThreadSafeFunction::
 // async's default, against "loop hijacking").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/saturating_time.hpp — time arithmetic that saturates instead of overflowing, so
 // "wait hours::max()" means forever and never wraps into the past.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/spin_mutex.hpp — a mutex for critical sections of a few dozen instructions.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/spin_wait.hpp — bounded busy-waiting shared by every xthread type and by the header-only
 // Node-API bridge (which ships this header in its npm package): the CPU's spin hint, the spin budgets,
 // spin_until, and AdaptiveSpin. Header-only on purpose: it needs no compiled xthread source.

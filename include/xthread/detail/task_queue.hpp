@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/task_queue.hpp — an unbounded FIFO of tasks in linked fixed-size blocks.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/thread_annotations.hpp — Clang thread-safety annotations (Abseil style) and an
 // annotated mutex, so `-Wthread-safety` checks which lock guards which member. Expands to nothing on
 // compilers without the analysis.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread/detail/unique_function.hpp — a move-only std::function with a small inline buffer.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs the worker-callback example addon (build/Release/worker_callback.node) and checks its results.
 // Exits non-zero on any failure, and after 60 s if something hangs. Run: node test.mjs
 import assert from 'node:assert/strict';

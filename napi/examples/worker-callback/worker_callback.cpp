@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Example addon for xthread-napi: a C++ worker thread that computes with a JavaScript callback.
 //
 //   sumTransformed(transform, from, to) -> Promise<number>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread_napi::JsFunction — call a JavaScript function from any C++ thread and get its converted
 // return value. Header-only; plain C Node-API (NAPI_VERSION 8) underneath, no node-addon-api.
 //

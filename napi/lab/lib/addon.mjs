@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Locating and loading the xthread_napi.node addon.
 //
 // Order: an explicit path (--addon), then env XTHREAD_NAPI_ADDON, then the newest

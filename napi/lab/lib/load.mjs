@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Main-thread load of the ThreadSafeFunctionPerf study: every 8 ms, naive Fibonacci(n) plus a fresh
 // random UUID (the study refreshed one in its UI), then a timed top-up (busy-wait) until the tick has
 // lasted its target, 2 ms ("medium") or 7 ms ("heavy"). n is calibrated on this machine to take at most

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Payloads of the study: total length split in two halves; 10 is the literal 'Hello' + 'World'.
 // Other sizes are printable ASCII (one byte per char in UTF-8), deterministic, not a single repeated char.
 const ALPHABET = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // XcallLab: runs measured points of the Node-API cross-thread call lab.
 //
 //   case 1: C++ thread -> main JS thread concatenates and returns

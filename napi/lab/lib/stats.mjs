@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Summary statistics. Percentiles use the nearest-rank method on the sorted samples:
 // p(q) = sorted[ceil(q * n) - 1].
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Bad input to xthread-bench: exit status 2, exactly one line on stderr, nothing on stdout and nothing
 // written to --out.
 #include <gtest/gtest.h>

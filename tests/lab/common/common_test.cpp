@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The shared lab layer: parsing, statistics, output directory, floors.
 #include <gtest/gtest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every flag of every subcommand has a stated range (issue #10, item 7): a value outside it, an empty
 // string, a negative number or garbage makes xthread-bench exit 2 at once with one stderr line that names
 // the flag and the value, and nothing is written (a fresh --out directory is not even created). Also: the

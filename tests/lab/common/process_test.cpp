@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The lab's one way to run a child (common/process.hpp) and its one way to print and write a report
 // (publish() in common/output.hpp): every subcommand and the lab's tests go through them.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `xthread-bench napi`: bad input exits 2 with one stderr line (no node needed), a missing node or addon
 // exits 1 with one line, the plan of node runs covers the xcall plan exactly, and a tiny real run (skipped
 // when node or the addon is absent) prints both implementations.

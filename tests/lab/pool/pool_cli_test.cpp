@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The pool command through the built binary: bad input is one line on stderr and exit status 2
 // (before anything is measured); tiny runs produce well-formed table, CSV, JSON and --out output.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // parse_options(): defaults, list handling and the errors it reports.
 #include <string>
 #include <utility>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Every workload on every pool, tiny: each run must count every task exactly once, and the shared
 // completion counter must have seen exactly N tasks (the completion method every pool shares). Plus
 // the pieces the check relies on (Ledger, Completion), a spy adapter that proves no run uses a pool's

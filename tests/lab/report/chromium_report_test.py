@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Renders results/index.html, as scripts/lab makes it, in headless Chromium and checks what a reader sees.
 
 Usage: chromium_report_test.py --bench XTHREAD_BENCH --micro XTHREAD_MICRO --node NODE [--addon ADDON]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Unit tests of bench/lab/report/html_report.py and run_json.py on small synthetic results directories:
 a part that did not run is a "not run" section (never an error), a skipped part says why, a quick run is
 labelled as such, an xcall part gets its tables and its inlined chart.

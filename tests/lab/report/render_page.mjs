@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Renders one HTML file in headless Chromium through the DevTools protocol and prints, as JSON on stdout,
 // what a reader of the page would see plus everything the browser complained about:
 //   {"tables": [ids], "sections": [{"id", "class", "text"}], "headings": [text], "images": [{"id", "src_prefix",

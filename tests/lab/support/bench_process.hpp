@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs the built xthread-bench binary (path from the XTHREAD_BENCH_PATH compile definition) through the
 // lab's own run_process (common/process.hpp) and captures its exit status, stdout and stderr.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Issue #10 items 1 and 2: the main-thread load hits its target (fib + timed top-up) in a short in-process
 // run, and a level whose loads miss the target or differ between the implementations by more than 10 %
 // is flagged, in the check and in the combined table (synthetic data).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xcall --host (the main loop run directly, inside libuv, inside libuv inside an outer epoll loop) and
 // xcall --priority-point: parsing, tiny in-process runs under every host with every answer checked
 // (run_xcall throws RunError on a wrong one), the host in every output format, and the real binary.

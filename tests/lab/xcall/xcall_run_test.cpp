@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tiny in-process runs of the xcall scenario: every case answers correctly (run_xcall checks every
 // returned string and throws RunError otherwise) and the three phases add up to the total.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The JSON written by `xthread-bench xcall --format json` follows docs/results-schema.md
 // ("xthread-bench/xcall/1"), and read_xcall_points / render_combined_table accept it.
 #include <gtest/gtest.h>

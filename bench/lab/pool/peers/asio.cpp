@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // boost::asio::thread_pool, used the way its documentation shows: boost::asio::post for
 // fire-and-forget, a std::packaged_task posted for a future. Bulk posts chunks. The task is posted as
 // it is: completion is counted by the workload, the same way for every pool (pool/adapter.hpp), so the

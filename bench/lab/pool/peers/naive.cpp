@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The baseline: the pool most people write first. One mutex, one condition variable for work, one for
 // idleness, a deque of std::function. post() takes the lock and wakes one worker; submit() wraps a
 // packaged_task in a shared_ptr (std::function must be copyable); bulk posts chunks. Its wait_idle

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // oneTBB: a task_arena of `threads` slots and a task_group, used as oneTBB documents for work handed
 // in from outside the arena:
 //   post   -> arena.enqueue(group.defer(f))    (the caller does not join the arena)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // xthread::ThreadPool through its own API: post, submit, parallel_for (the caller helps). wait_idle is
 // only the adapter's drain() (teardown): completion is counted by the workload, the same way for every
 // pool (pool/adapter.hpp).
