@@ -54,13 +54,6 @@ Mutex LoopCore::wait_graph_mutex_;
 WaitRecord* LoopCore::waiting_threads_ = nullptr;
 std::size_t LoopCore::waiting_count_ = 0;
 
-SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept {
-  std::int64_t sum = 0;
-  if (__builtin_add_overflow(point.time_since_epoch().count(), delay.count(), &sum)) {
-    return delay.count() > 0 ? SteadyClock::time_point::max() : SteadyClock::time_point::min();
-  }
-  return SteadyClock::time_point(std::chrono::nanoseconds{sum});
-}
 
 // ---- TaskList ---------------------------------------------------------------------------------
 

@@ -249,10 +249,14 @@ TEST(EventLoopHosting, StopMakesItReadableThenRunReadyDiscardsAndReturnsZero) {
 // stop()"), so a host that only watches the fd notices. Probabilistic: the interleaving that matters is
 // stop()'s wake-up landing while a run_ready() call is starting; a few hundred rounds meet it.
 TEST(EventLoopHosting, StopRacingAPollingHostStillLeavesTheFdReadable) {
+  // Bounded by count and by time (a sanitizer build at -O1 on a loaded 2-core machine runs a round
+  // ~10x slower than Release): at most 5000 rounds or 10 s, whichever ends first.
   constexpr int kRounds = 5000;
+  const auto deadline = Clock::now() + std::chrono::seconds{10};
   xthread_test::PollingHost host;
   int not_readable = 0;
-  for (int round = 0; round < kRounds; ++round) {
+  int round = 0;
+  for (; round < kRounds && (round < 100 || Clock::now() < deadline); ++round) {
     EventLoop loop;
     const int fd = loop.wakeup_fd();
     const std::uint64_t start = host.frames();
@@ -262,7 +266,7 @@ TEST(EventLoopHosting, StopRacingAPollingHostStillLeavesTheFdReadable) {
     host.wait_released();
     if (!readable(fd)) ++not_readable;
   }
-  EXPECT_EQ(not_readable, 0) << "of " << kRounds << " stopped loops, " << not_readable
+  EXPECT_EQ(not_readable, 0) << "of " << round << " stopped loops, " << not_readable
                              << " had a fd that was not readable (a host sleeping on it would never leave)";
 }
 

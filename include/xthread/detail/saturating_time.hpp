@@ -6,12 +6,21 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace xthread::detail {
 
 /// Saturating time arithmetic: a deadline past the clock's range is time_point::max(), "never".
 using SteadyClock = std::chrono::steady_clock;
-SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept;
+/// Header-only (the Node-API bridge uses it without linking the library).
+inline SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept {
+  static_assert(std::is_same_v<SteadyClock::duration, std::chrono::nanoseconds>, "xthread assumes steady_clock counts nanoseconds");
+  std::int64_t sum = 0;
+  if (__builtin_add_overflow(point.time_since_epoch().count(), delay.count(), &sum)) {
+    return delay.count() > 0 ? SteadyClock::time_point::max() : SteadyClock::time_point::min();
+  }
+  return SteadyClock::time_point(std::chrono::nanoseconds{sum});
+}
 
 /// Any duration to nanoseconds, saturating at nanoseconds::min()/max() instead of overflowing.
 template <class Rep, class Period>
