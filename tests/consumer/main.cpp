@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Built against an installed xthread by scripts/test (find_package and pkg-config).
+// Built against xthread by scripts/test (the consumer stage): installed (find_package, pkg-config) and by
+// FetchContent (fetchcontent/CMakeLists.txt).
 #include <xthread/xthread.hpp>
 
 #include <cstdio>
