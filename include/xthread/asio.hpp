@@ -6,7 +6,9 @@
 //   std::future<int> r = xthread::async_call(f, 1, boost::asio::use_future);
 //
 // Header-only, and only for programs that have Boost.Asio (1.74 or later: Debian 12's libboost-dev);
-// the rest of xthread never includes it. Not part of <xthread/xthread.hpp>.
+// the rest of xthread never includes it. Not part of <xthread/xthread.hpp>. With Boost 1.74 in C++20,
+// <boost/asio.hpp> itself does not compile unless <utility> came first (its awaitable.hpp uses
+// std::exchange unincluded): include <utility>, or this header, before it (docs/async-calls.md).
 #pragma once
 
 #include <boost/asio/associated_allocator.hpp>
