@@ -39,6 +39,14 @@ PART_TITLES = {
     "micro": "Micro-benchmarks (Google Benchmark)",
 }
 QUICK_LINE = "quick run — for publication use scripts/lab --full"
+# Google Benchmark prints "***WARNING*** Library was built as DEBUG" when its own library (Debian's
+# libbenchmark) was compiled without NDEBUG; micro.json says so in context.library_build_type.
+MICRO_DEBUG_CAVEAT = ("micro: Google Benchmark warns \"Library was built as DEBUG. Timings may be affected\": "
+                      "that is Debian's libbenchmark itself (built without NDEBUG), not xthread, which is "
+                      "compiled Release. The timed loop (for (auto _ : state)) is inline in the benchmark's "
+                      "header and compiled with the Release flags; the library's unoptimized code runs "
+                      "around it (starting and stopping timers, repetitions, reporting), so it adds to "
+                      "every benchmark alike and the ratios within this run are unaffected.")
 
 CSS = """
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:0;color:#1d1d1f;background:#fafafa}
@@ -628,6 +636,8 @@ def build_page(results_dir):
         cls = "run-note quick" if (entry or {}).get("kind") == "quick" else "run-note"
         sections.append(body[:heading_end] + f'<p class="{cls}">{esc(note)}</p>' + body[heading_end:])
         caveats.extend(f"{part}: {line}" for line in method_lines(directory))
+        if part == "micro" and (doc.get("context") or {}).get("library_build_type") == "debug":
+            caveats.append(MICRO_DEBUG_CAVEAT)
 
     title = "xthread lab results"
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',

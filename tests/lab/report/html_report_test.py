@@ -183,6 +183,20 @@ class HtmlReportTest(unittest.TestCase):
         self.assertEqual(cls, "not-run")
         self.assertIn("unreadable results.json", body)
 
+    def test_a_debug_google_benchmark_library_is_explained_in_the_caveats(self):
+        micro = {"context": {"num_cpus": 2, "date": "2026-12-01", "library_build_type": "debug"},
+                 "benchmarks": [{"name": "RoundTrip_CallSync/hot", "run_type": "iteration", "real_time": 350.0,
+                                 "cpu_time": 340.0, "time_unit": "ns", "iterations": 1000}]}
+        self.dir.write("micro/micro.json", micro)
+        self.dir.run_json("quick", [("micro", 0, "")])
+        page = self.dir.page()
+        caveats = re.search(r'<section id="caveats">(.*?)</section>', page, re.S).group(1)
+        self.assertIn("Library was built as DEBUG", caveats)
+        self.assertIn("ratios within this run are unaffected", caveats)
+        micro["context"]["library_build_type"] = "release"
+        self.dir.write("micro/micro.json", micro)
+        self.assertNotIn("Library was built as DEBUG", self.dir.page())
+
     def test_numbers_keep_three_significant_digits(self):
         self.assertEqual([html_report.num(v) for v in (2324.4, 381.2, 18.14, 6.944, 0.4123, None, 0)],
                          ["2324", "381", "18.1", "6.94", "0.412", "–", "0"])
