@@ -8,6 +8,7 @@ set -euo pipefail
 
 packages=(
   g++ clang cmake ninja-build pkg-config gdb
+  clang-19 libc++-19-dev libc++abi-19-dev  # the clang-libcxx preset: one compiler, one standard library (libc++)
   libgtest-dev libgmock-dev libbenchmark-dev
   libboost-dev libtbb-dev libcli11-dev nlohmann-json3-dev
   libuv1-dev  # tests and the lab (xcall --host) host an EventLoop inside a libuv loop, as Node and OpenHarmony do
