@@ -118,7 +118,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     std::uint32_t spawned = 0;  // workers ever created, once this call's new ones are
     {
       MutexLock lock(mutex_);
-      if (closing_.load(std::memory_order_relaxed)) throw std::logic_error("xthread::ThreadPool::resize: the pool is shut down");
+      if (closing_.load(std::memory_order_relaxed))
+        throw std::logic_error("xthread::ThreadPool::resize: the pool is shut down");
       collect_exited_locked(finished);
       if (threads > workers_.size()) {
         grow_locked(threads);
@@ -305,8 +306,12 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   /// before it has finished, and every later one sees the flags stored before it.
   void lock_every_shard_once() {
     for (std::size_t i = 0; i < shard_count_; ++i) {
-      { SpinLock lock(shards_[i].ready_mutex); }
-      { SpinLock lock(shards_[i].inbox_mutex); }
+      {
+        SpinLock lock(shards_[i].ready_mutex);
+      }
+      {
+        SpinLock lock(shards_[i].inbox_mutex);
+      }
     }
   }
 
@@ -409,7 +414,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   void wait_until_started(std::uint32_t spawned) noexcept {
     if (in_worker_thread()) return;
     // acquire: pairs with the worker's release increment.
-    for (std::uint32_t now = started_.load(std::memory_order_acquire); now < spawned; now = started_.load(std::memory_order_acquire)) {
+    for (std::uint32_t now = started_.load(std::memory_order_acquire); now < spawned;
+         now = started_.load(std::memory_order_acquire)) {
       futex_wait(started_, now);
     }
   }
@@ -622,11 +628,12 @@ namespace xthread {
 
 ThreadPool::ThreadPool() : ThreadPool(Options{}) {}
 ThreadPool::ThreadPool(Options options) : core_(std::make_shared<detail::PoolCore>(std::move(options))) {}
-ThreadPool::ThreadPool(std::size_t threads) : ThreadPool([threads] {
-  Options options;
-  options.threads = threads;
-  return options;
-}()) {}
+ThreadPool::ThreadPool(std::size_t threads)
+    : ThreadPool([threads] {
+        Options options;
+        options.threads = threads;
+        return options;
+      }()) {}
 // Shut down here, not in ~PoolCore: a coroutine waiting to resume on this pool (ResumeSite) may hold the
 // engine past the pool's life; its later enqueue then returns false.
 ThreadPool::~ThreadPool() { core_->shutdown(Shutdown::drain); }

@@ -73,7 +73,7 @@ class RecyclingPool {
     ::operator delete(pointer, std::align_val_t{kAlignment});
   }
 
- static constexpr std::size_t kAlignment = alignof(std::max_align_t) > 16 ? alignof(std::max_align_t) : 16;
+  static constexpr std::size_t kAlignment = alignof(std::max_align_t) > 16 ? alignof(std::max_align_t) : 16;
 
  private:
   struct FreeBlock {
@@ -110,7 +110,9 @@ class RecyclingAllocator {
   }
 
   template <class U>
-  bool operator==(const RecyclingAllocator<U>& other) const noexcept { return pool_ == other.pool_; }
+  bool operator==(const RecyclingAllocator<U>& other) const noexcept {
+    return pool_ == other.pool_;
+  }
 
  private:
   template <class U>
