@@ -920,7 +920,8 @@ CallerLoop calling_thread_loop() noexcept {
   return CallerLoop{loop, std::move(core)};
 }
 bool calling_thread_runs_loop() noexcept { return LoopCore::current() != nullptr || !hosted_loop.expired(); }
-std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }  // always make_shared
+// NOLINTNEXTLINE(bugprone-exception-escape): bad_weak_ptr cannot happen, a LoopCore is always made by make_shared
+std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }
 bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept {
   return LoopCore::begin_wait(record, target);
 }

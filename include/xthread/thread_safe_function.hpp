@@ -424,7 +424,7 @@ class ThreadSafeFunction<R(Args...)> {
     return state.gate.aborted() ? "ThreadSafeFunction aborted" : "ThreadSafeFunction released or its loop stopped";
   }
 
-  static std::future<R> ready_error(std::string reason) {
+  static std::future<R> ready_error(const std::string& reason) {
     std::promise<R> promise;
     promise.set_exception(std::make_exception_ptr(ClosedError(reason)));
     return promise.get_future();

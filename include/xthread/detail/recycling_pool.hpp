@@ -100,7 +100,8 @@ class RecyclingAllocator {
   using value_type = T;
   explicit RecyclingAllocator(std::shared_ptr<RecyclingPool> pool) noexcept : pool_(std::move(pool)) {}
   template <class U>
-  RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : pool_(other.pool_) {}  // NOLINT
+  // NOLINTNEXTLINE(google-explicit-constructor): allocators rebind by implicit conversion
+  RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : pool_(other.pool_) {}
 
   T* allocate(std::size_t count) {
     return static_cast<T*>(pool_->allocate(count * sizeof(T), std::max(alignof(T), RecyclingPool::kAlignment)));
