@@ -54,7 +54,6 @@ Mutex LoopCore::wait_graph_mutex_;
 WaitRecord* LoopCore::waiting_threads_ = nullptr;
 std::size_t LoopCore::waiting_count_ = 0;
 
-
 // ---- TaskList ---------------------------------------------------------------------------------
 
 void LoopCore::TaskList::push_back(LoopTask* task) noexcept {
@@ -493,8 +492,8 @@ std::size_t LoopCore::run_tasks(TaskList batch, std::size_t count, std::size_t l
       }
     }
     if (task == nullptr) break;
-    if ((waiting & interrupting) != 0 || starving || ran >= budget ||
-        stop_requested_.load(std::memory_order_acquire) || timer_due_now()) {
+    if ((waiting & interrupting) != 0 || starving || ran >= budget || stop_requested_.load(std::memory_order_acquire) ||
+        timer_due_now()) {
       MutexLock lock(mutex_);
       give_back_locked(level, TaskList{task, batch.tail}, count);
       break;
@@ -636,7 +635,8 @@ LoopCore::Step LoopCore::iterate(std::size_t budget) {
       if (queues_[candidate].empty()) continue;
       if (starvation_limit_ != 0 && streaks_[candidate] >= starvation_limit_) {
         bool less_urgent_waits = false;
-        for (std::size_t lower = candidate + 1; lower < kIdleLevel; ++lower) less_urgent_waits |= !queues_[lower].empty();
+        for (std::size_t lower = candidate + 1; lower < kIdleLevel; ++lower)
+          less_urgent_waits |= !queues_[lower].empty();
         if (less_urgent_waits) {
           yielded = true;
           continue;
@@ -725,12 +725,13 @@ void LoopCore::run() {
       MutexLock lock(mutex_);
       mask = ready_mask();  // idle work waiting for the next round must not keep us spinning
     }
-    const std::chrono::nanoseconds spin = park_timeout.count() < 0 ? loop_spin_budget : std::min(park_timeout, loop_spin_budget);
+    const std::chrono::nanoseconds spin =
+        park_timeout.count() < 0 ? loop_spin_budget : std::min(park_timeout, loop_spin_budget);
     // Yield at once: the thread that posted the task we just ran (a call_sync caller, say) is often
     // on this CPU, waiting for its reply (see handoff_pause_only_spin).
-    if (spin_until([this, mask] { return (nonempty_.load(std::memory_order_acquire) & mask) != 0 ||
-                                         stop_requested_.load(std::memory_order_acquire); },
-                   spin, handoff_pause_only_spin)) {
+    if (spin_until([this, mask] {
+      return (nonempty_.load(std::memory_order_acquire) & mask) != 0 || stop_requested_.load(std::memory_order_acquire);
+    }, spin, handoff_pause_only_spin)) {
       continue;
     }
     {
@@ -819,7 +820,8 @@ std::optional<SteadyClock::time_point> LoopCore::next_deadline() const {
   // and mutex_ handed them over. new_timers_ is guarded by mutex_.
   auto earliest = SteadyClock::time_point::max();
   const auto consider = [&earliest](const std::shared_ptr<TimerState>& timer) {
-    if (timer->phase.load(std::memory_order_acquire) == TimerState::kArmed) earliest = std::min(earliest, timer->deadline);
+    if (timer->phase.load(std::memory_order_acquire) == TimerState::kArmed)
+      earliest = std::min(earliest, timer->deadline);
   };
   if (!timer_heap_.empty()) {
     consider(timer_heap_.front());
@@ -918,8 +920,11 @@ CallerLoop calling_thread_loop() noexcept {
   return CallerLoop{loop, std::move(core)};
 }
 bool calling_thread_runs_loop() noexcept { return LoopCore::current() != nullptr || !hosted_loop.expired(); }
-std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }  // always make_shared
-bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept { return LoopCore::begin_wait(record, target); }
+// NOLINTNEXTLINE(bugprone-exception-escape): bad_weak_ptr cannot happen, a LoopCore is always made by make_shared
+std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }
+bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept {
+  return LoopCore::begin_wait(record, target);
+}
 void loop_end_wait(WaitRecord& record) noexcept { LoopCore::end_wait(record); }
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }
 bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) {

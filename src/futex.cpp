@@ -14,12 +14,10 @@
 
 namespace xthread::detail {
 
-static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t),
-              "futex needs a plain 32-bit word");
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t), "futex needs a plain 32-bit word");
 
 #if defined(__linux__)
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                std::chrono::nanoseconds timeout) noexcept {
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
   timespec relative{};
   timespec* relative_pointer = nullptr;
   if (timeout.count() >= 0) {
@@ -27,8 +25,8 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
     relative.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
     relative_pointer = &relative;
   }
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected,
-          relative_pointer, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, relative_pointer, nullptr,
+          0);
 }
 
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
@@ -36,13 +34,11 @@ void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
 }
 
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr,
-          nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0);
 }
 #else
 // Portable fallback: std::atomic wait has no timeout, so a timed wait degrades to a short poll.
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
-                std::chrono::nanoseconds timeout) noexcept {
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
   if (timeout.count() < 0) {
     word.wait(expected, std::memory_order_acquire);
   } else if (word.load(std::memory_order_acquire) == expected) {

@@ -141,7 +141,8 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   bool collect_due_timers(std::array<TaskList, kLevels>& due, std::array<std::size_t, kLevels>& counts);
   [[nodiscard]] bool timer_due_now() const noexcept;
   /// Runs a batch taken from `level`'s queue (at most `budget` of its tasks); returns how many ran.
-  std::size_t run_tasks(TaskList batch, std::size_t count, std::size_t level, std::size_t budget) XTHREAD_EXCLUDES(mutex_);
+  std::size_t run_tasks(TaskList batch, std::size_t count, std::size_t level, std::size_t budget)
+      XTHREAD_EXCLUDES(mutex_);
   /// The unrun rest of a batch goes back to its queue, behind the at_front tasks that arrived meanwhile.
   void give_back_locked(std::size_t level, TaskList rest, std::size_t count) noexcept XTHREAD_REQUIRES(mutex_);
   [[nodiscard]] Leftovers take_everything() noexcept XTHREAD_REQUIRES(mutex_);

@@ -27,7 +27,8 @@ struct CountingAllocator {
 
   explicit CountingAllocator(AllocatorCounts& counts) noexcept : counts(&counts) {}
   template <class U>
-  CountingAllocator(const CountingAllocator<U>& other) noexcept : counts(other.counts) {}  // NOLINT: rebinding
+  // NOLINTNEXTLINE(google-explicit-constructor): allocators rebind by implicit conversion
+  CountingAllocator(const CountingAllocator<U>& other) noexcept : counts(other.counts) {}
 
   T* allocate(std::size_t n) {
     static_assert(alignof(T) <= alignof(std::max_align_t), "malloc's alignment");

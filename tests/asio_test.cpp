@@ -53,7 +53,8 @@ std::thread::id thread_of(xthread::EventLoop& loop) {
 void run_bounded(asio::io_context& context, std::chrono::seconds limit = 10s) {
   const auto start = std::chrono::steady_clock::now();
   context.run_for(limit);
-  EXPECT_LT(std::chrono::steady_clock::now() - start, limit) << "io_context still had work after " << limit.count() << " s";
+  EXPECT_LT(std::chrono::steady_clock::now() - start, limit)
+      << "io_context still had work after " << limit.count() << " s";
 }
 
 /// An argument that counts its live copies: the call's arguments live in the operation's frame, so
@@ -323,8 +324,8 @@ TEST(AsioAsyncCall, UseFutureForValuesVoidAndExceptions) {
   ThreadSafeFunction<int()> fails{worker.loop(), []() -> int { throw std::logic_error("no"); }};
   std::future<std::string> text = xthread::async_call(echo, std::string("hi"), asio::use_future);
   std::future<void> done = xthread::async_call(nothing, asio::use_future);
-  std::future<int> failed = xthread::async_call_with(fails, xthread::CallOptions{.priority = xthread::Priority::high},
-                                                     asio::use_future);
+  std::future<int> failed =
+      xthread::async_call_with(fails, xthread::CallOptions{.priority = xthread::Priority::high}, asio::use_future);
   ASSERT_EQ(text.wait_for(10s), std::future_status::ready);
   EXPECT_EQ(text.get(), "hi!");
   ASSERT_EQ(done.wait_for(10s), std::future_status::ready);
@@ -396,8 +397,9 @@ CountedCall call_through_a_counting_handler(Wrap wrap, long allocations) {
 // the operation: a handler bound to a strand over the system executor is dispatched, and so runs on
 // f's loop thread at once.
 TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAHandlerDispatchedInline) {
-  const CountedCall call = call_through_a_counting_handler(
-      [](auto handler) { return asio::bind_executor(asio::make_strand(asio::system_executor()), std::move(handler)); }, 1);
+  const CountedCall call = call_through_a_counting_handler([](auto handler) {
+    return asio::bind_executor(asio::make_strand(asio::system_executor()), std::move(handler));
+  }, 1);
   EXPECT_EQ(call.seen.thread, call.loop_thread);  // dispatched inline there, not posted
 }
 
@@ -419,7 +421,8 @@ TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAPostedHandler) {
   asio::io_context context;
   std::promise<HandlerSaw> saw;
   asio::post(context, [&] {
-    xthread::async_call(f, Tracked(live_arguments), asio::bind_executor(context, recording_handler(counts, live_arguments, saw)));
+    xthread::async_call(f, Tracked(live_arguments),
+                        asio::bind_executor(context, recording_handler(counts, live_arguments, saw)));
   });
   run_bounded(context);
   const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, 2);
@@ -439,7 +442,8 @@ TEST(AsioAsyncCall, AllocatorCarriesTheFrameFreedBeforeAHandlerOnAnIoContext) {
   std::promise<HandlerSaw> saw;
   {
     xthread_test::LoopBlocker blocker(worker.loop());  // the call site's temporaries are gone before the callee runs
-    xthread::async_call(f, Tracked(live_arguments), asio::bind_executor(context, recording_handler(counts, live_arguments, saw)));
+    xthread::async_call(f, Tracked(live_arguments),
+                        asio::bind_executor(context, recording_handler(counts, live_arguments, saw)));
   }
   run_bounded(context);
   const HandlerSaw seen = expect_freed_through_the_allocator_before_the_handler(saw.get_future(), counts, 2);

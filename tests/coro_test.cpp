@@ -232,16 +232,16 @@ TEST(SyncWaitDeadlock, AThreeLoopCallSyncCycleThroughSyncWaitIsRefused) {
   xthread::LoopThread c{"sw3-c"};
   std::atomic<int> a_callee_runs{0};
   xthread::ThreadSafeFunction<int(int)> on_a{a.loop(), [&](int x) {
-                                               a_callee_runs.fetch_add(1);
-                                               return x;
-                                             }};
+    a_callee_runs.fetch_add(1);
+    return x;
+  }};
   xthread::ThreadSafeFunction<int(int)> on_c{c.loop(), [&](int x) {
-                                               try {
-                                                 return on_a.call_sync(x);
-                                               } catch (const xthread::WouldDeadlockError&) {
-                                                 return -x;
-                                               }
-                                             }};
+    try {
+      return on_a.call_sync(x);
+    } catch (const xthread::WouldDeadlockError&) {
+      return -x;
+    }
+  }};
   xthread::ThreadSafeFunction<int(int)> on_b{b.loop(), [&](int x) { return on_c.call_sync(x); }};
   std::future<int> result = a.loop().invoke([&] { return xthread::sync_wait(call_sync_once(on_b, 5)); });
   EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> C -> A"), -5);
@@ -265,8 +265,7 @@ TEST(SyncWaitDeadlock, AChainThroughSyncWaitWithoutACycleRuns) {
   auto outer = [](xthread::EventLoop& via, xthread::EventLoop& target, auto& make_inner) -> Task<int> {
     co_return via.invoke_sync([&] { return xthread::sync_wait(make_inner(target)) + 1; });
   };
-  std::future<int> nested =
-      a.loop().invoke([&] { return xthread::sync_wait(outer(b.loop(), c.loop(), inner)); });
+  std::future<int> nested = a.loop().invoke([&] { return xthread::sync_wait(outer(b.loop(), c.loop(), inner)); });
   EXPECT_EQ(xthread_test::get_or_abort(nested, "A -> sync_wait -> B -> sync_wait -> C"), 4);
 }
 
@@ -456,7 +455,6 @@ TEST(PoolSchedule, AfterShutdownThrowsClosedErrorOnTheAwaitingThread) {
   pool_hop_and_record(pool, outcome);
   expect_resumed_once(outcome, How::closed, std::this_thread::get_id());
 }
-
 
 TEST(PoolSchedule, ShutdownDropResumesTheQueuedHopWithClosedErrorOnTheShuttingDownThread) {
   for (bool cancellable : {false, true}) {

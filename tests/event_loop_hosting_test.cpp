@@ -205,7 +205,8 @@ TEST(EventLoopHosting, ADrainedFdIsNotReadableAndAPostFromAnotherThreadMakesItRe
   EXPECT_EQ(ran.load(), 3);
   // A burst of posts, one run_ready().
   std::thread([&] {
-    for (int i = 0; i < 100; ++i) ASSERT_TRUE(loop.post([&] { ran.fetch_add(1); }, i % 2 ? Priority::low : Priority::high));
+    for (int i = 0; i < 100; ++i)
+      ASSERT_TRUE(loop.post([&] { ran.fetch_add(1); }, i % 2 ? Priority::low : Priority::high));
   }).join();
   EXPECT_TRUE(readable(fd));
   EXPECT_EQ(loop.run_ready(), 100u);
@@ -623,11 +624,10 @@ TEST(EventLoopHosting, CallSyncAndInvokeSyncOnTheHostThreadRunInline) {
   EXPECT_EQ(value, 5);
   std::thread::id callee_thread;
   ThreadSafeFunction<int(int)> square{loop, [&](int x) {
-                                        callee_thread = std::this_thread::get_id();
-                                        order.push_back("callee " + std::to_string(x));
-                                        return x * x;
-                                      },
-                                      {.max_queue = 1}};
+    callee_thread = std::this_thread::get_id();
+    order.push_back("callee " + std::to_string(x));
+    return x * x;
+  }, {.max_queue = 1}};
   EXPECT_EQ(square.call_sync(7), 49);
   EXPECT_EQ(callee_thread, std::this_thread::get_id());
   EXPECT_EQ(order, (std::vector<std::string>{"inline invoke_sync", "callee 7"}));  // "queued" still waits
@@ -665,11 +665,10 @@ TEST_P(EventLoopAllDrivers, ManyThreadsCallSyncIntoTheMainLoop) {
   std::atomic<int> off_thread{0};
   long sum = 0;  // main thread only
   ThreadSafeFunction<long(long)> twice{loop, [&](long x) {
-                                         if (std::this_thread::get_id() != main_thread) off_thread.fetch_add(1);
-                                         sum += x;
-                                         return 2 * x;
-                                       },
-                                       {.max_queue = 16}};
+    if (std::this_thread::get_id() != main_thread) off_thread.fetch_add(1);
+    sum += x;
+    return 2 * x;
+  }, {.max_queue = 16}};
   constexpr int kThreads = 4;
   constexpr long kCalls = 1'500;
   std::atomic<int> wrong{0};

@@ -110,7 +110,8 @@ TEST(EventLoopStarvation, TheCountIsOfTasksInARowSoABatchIsCutAtTheLimit) {
   // Six high tasks queued at once (one batch) while a normal task waits: the batch is cut after 5.
   EventLoop loop;
   std::vector<std::string> order;
-  for (int i = 0; i < 6; ++i) ASSERT_TRUE(loop.post([&, i] { order.push_back("high" + std::to_string(i)); }, Priority::high));
+  for (int i = 0; i < 6; ++i)
+    ASSERT_TRUE(loop.post([&, i] { order.push_back("high" + std::to_string(i)); }, Priority::high));
   ASSERT_TRUE(loop.post([&] { order.push_back("normal"); }));
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
   loop.run();
@@ -150,7 +151,9 @@ TEST(EventLoopStarvation, FloodsAtTwoPrioritiesStillLetLowWorkThrough) {
   EXPECT_EQ(order.back(), "low");
   // immediate ×2, high, immediate ×2, high (high's count reaches 2), immediate ×2, then low: within
   // (limit + 1)² tasks, as documented.
-  EXPECT_EQ(order, concat({repeat("immediate", 2), {"high"}, repeat("immediate", 2), {"high"}, repeat("immediate", 2), {"low"}}));
+  EXPECT_EQ(
+      order,
+      concat({repeat("immediate", 2), {"high"}, repeat("immediate", 2), {"high"}, repeat("immediate", 2), {"low"}}));
   EXPECT_LE(order.size(), (kLimit + 1) * (kLimit + 1));
 }
 

@@ -114,10 +114,10 @@ TEST_P(EventLoopDriven, RunsPrioritiesInOrderAndIdleLast) {
   EventLoop loop;
   std::vector<std::string> order;
   // Queue everything before the loop starts, in scrambled order.
-  const std::pair<Priority, const char*> tasks[] = {
-      {Priority::idle, "idle"},     {Priority::low, "low"},   {Priority::normal, "normal"},
-      {Priority::high, "high"},     {Priority::immediate, "immediate"}, {Priority::low, "low2"},
-      {Priority::immediate, "immediate2"}};
+  const std::pair<Priority, const char*> tasks[] = {{Priority::idle, "idle"},           {Priority::low, "low"},
+                                                    {Priority::normal, "normal"},       {Priority::high, "high"},
+                                                    {Priority::immediate, "immediate"}, {Priority::low, "low2"},
+                                                    {Priority::immediate, "immediate2"}};
   for (const auto& [priority, name] : tasks) {
     ASSERT_TRUE(loop.post([&order, name = std::string(name)] { order.push_back(name); }, priority));
   }
@@ -259,9 +259,7 @@ TEST_P(EventLoopDriven, StopFromAnotherThreadEndsRunAfterTheCurrentTask) {
 TEST(EventLoop, RunningTwiceAtOnceIsALogicError) {
   EventLoop loop;
   std::latch inside(1);
-  ASSERT_TRUE(loop.post([&] {
-    inside.count_down();
-  }));
+  ASSERT_TRUE(loop.post([&] { inside.count_down(); }));
   RunningLoop runner(loop, LoopDriver::run);
   inside.wait();
   EXPECT_THROW(loop.run(), std::logic_error);
@@ -617,53 +615,44 @@ TEST(EventLoopDeathTest, DestroyedFromOneOfItsOwnTasksAbortsWithAMessageInsteadO
           alarm(10);
           body();
         },
-        ::testing::KilledBySignal(SIGABRT), "xthread: EventLoop destroyed from one of its own tasks \\(its loop thread\\)")
+        ::testing::KilledBySignal(SIGABRT),
+        "xthread: EventLoop destroyed from one of its own tasks \\(its loop thread\\)")
         << where;
   };
-  aborts_with_the_message(
-      [] {
-        auto* loop = new EventLoop;
-        loop->post([loop] { delete loop; });
-        loop->run();
-      },
-      "from a task, in run()");
-  aborts_with_the_message(
-      [] {
-        auto* loop = new EventLoop;
-        (void)loop->post_after(0ms, [loop] { delete loop; });
-        loop->run();
-      },
-      "from a timer callback");
-  aborts_with_the_message(
-      [] {
-        auto* loop = new EventLoop;
-        loop->post([loop] { delete loop; });
-        loop->run_ready();
-      },
-      "from a task, in a host's run_ready()");
-  aborts_with_the_message(
-      [] {
-        auto* loop = new EventLoop;
-        EventLoop inner;
-        inner.post([loop] { delete loop; });  // on the loop's thread, inside one of its tasks
-        loop->post([&inner] { inner.run_ready(); });
-        loop->run();
-      },
-      "from a task of a loop nested inside one of its tasks");
-  aborts_with_the_message(
-      [] {
-        auto* loop = new EventLoop;
-        struct DeletesTheLoop {
-          explicit DeletesTheLoop(EventLoop* owned) : loop(owned) {}
-          ~DeletesTheLoop() { delete loop; }
-          EventLoop* loop;
-        };
-        loop->post([loop] { loop->stop(); });
+  aborts_with_the_message([] {
+    auto* loop = new EventLoop;
+    loop->post([loop] { delete loop; });
+    loop->run();
+  }, "from a task, in run()");
+  aborts_with_the_message([] {
+    auto* loop = new EventLoop;
+    (void)loop->post_after(0ms, [loop] { delete loop; });
+    loop->run();
+  }, "from a timer callback");
+  aborts_with_the_message([] {
+    auto* loop = new EventLoop;
+    loop->post([loop] { delete loop; });
+    loop->run_ready();
+  }, "from a task, in a host's run_ready()");
+  aborts_with_the_message([] {
+    auto* loop = new EventLoop;
+    EventLoop inner;
+    inner.post([loop] { delete loop; });  // on the loop's thread, inside one of its tasks
+    loop->post([&inner] { inner.run_ready(); });
+    loop->run();
+  }, "from a task of a loop nested inside one of its tasks");
+  aborts_with_the_message([] {
+    auto* loop = new EventLoop;
+    struct DeletesTheLoop {
+      explicit DeletesTheLoop(EventLoop* owned) : loop(owned) {}
+      ~DeletesTheLoop() { delete loop; }
+      EventLoop* loop;
+    };
+    loop->post([loop] { loop->stop(); });
         // Discarded as run() returns: its destructor runs on the loop thread, inside run().
-        loop->post([owner = std::make_shared<DeletesTheLoop>(loop)] {});
-        loop->run();
-      },
-      "from the destructor of a task discarded as run() returns");
+    loop->post([owner = std::make_shared<DeletesTheLoop>(loop)] {});
+    loop->run();
+  }, "from the destructor of a task discarded as run() returns");
   // Not a self-destruction: the host thread destroying its loop between run_ready() calls.
   auto hosted = std::make_unique<EventLoop>();
   EXPECT_TRUE(hosted->post([] {}));

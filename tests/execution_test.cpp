@@ -75,9 +75,10 @@ void check_shape(Scheduler scheduler) {
   static_assert(std::copyable<Scheduler> && std::equality_comparable<Scheduler>);
   using Sender = decltype(scheduler.schedule());
   static_assert(std::is_same_v<typename Sender::sender_concept, ex::sender_t>);
-  static_assert(std::is_same_v<typename Sender::completion_signatures,
-                               ex::completion_signatures<ex::set_value_t(), ex::set_error_t(std::exception_ptr),
-                                                         ex::set_stopped_t()>>);
+  static_assert(
+      std::is_same_v<
+          typename Sender::completion_signatures,
+          ex::completion_signatures<ex::set_value_t(), ex::set_error_t(std::exception_ptr), ex::set_stopped_t()>>);
   using Operation = decltype(scheduler.schedule().connect(std::declval<Receiver>()));
   static_assert(std::is_same_v<typename Operation::operation_state_concept, ex::operation_state_t>);
   static_assert(!std::is_move_constructible_v<Operation> && !std::is_copy_constructible_v<Operation>);

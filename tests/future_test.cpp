@@ -133,7 +133,9 @@ TEST(Future, AFarDeadlineInACoarseDurationWaitsForTheResult) {
       [](auto& f) { return f.wait_until(std::chrono::time_point<system_clock, seconds>::max()); },
       [](auto& f) { return f.wait_until(std::chrono::time_point<system_clock, hours>::max()); },
       [steady_now_hours](auto& f) { return f.wait_until(steady_now_hours + hours{10'000'000}); },
-      [](auto& f) { return f.wait_until(std::chrono::time_point_cast<hours>(system_clock::now()) + hours{10'000'000}); },
+      [](auto& f) {
+    return f.wait_until(std::chrono::time_point_cast<hours>(system_clock::now()) + hours{10'000'000});
+  },
       [](auto& f) { return f.wait_until(std::chrono::time_point<steady_clock, std::chrono::duration<double>>::max()); },
       [](auto& f) { return f.wait_for(std::chrono::duration<double, std::ratio<3600>>{1e300}); },
   };
@@ -151,8 +153,9 @@ TEST(Future, AFarDeadlineInACoarseDurationWaitsForTheResult) {
       status.store(static_cast<int>(waits[i](future)), std::memory_order_release);
     });
     // A waiter that returned at once never sleeps; it has already stored its (wrong) status then.
-    const bool slept = xthread_test::eventually(
-        [&] { return status.load(std::memory_order_acquire) != -1 || xthread_test::all_threads_sleeping("far-deadline"); });
+    const bool slept = xthread_test::eventually([&] {
+      return status.load(std::memory_order_acquire) != -1 || xthread_test::all_threads_sleeping("far-deadline");
+    });
     EXPECT_TRUE(slept);
     EXPECT_EQ(status.load(std::memory_order_acquire), -1) << "returned before the task finished";
     gate.open();
@@ -169,11 +172,13 @@ TEST(Future, AFarPastDeadlineInACoarseDurationIsAPoll) {
   xthread::ThreadPool pool{1};
   Gate gate;
   auto future = pool.submit([&gate] { gate.pass(); });
-  EXPECT_EQ(future.wait_until(std::chrono::time_point<std::chrono::steady_clock, hours>::min()), std::future_status::timeout);
+  EXPECT_EQ(future.wait_until(std::chrono::time_point<std::chrono::steady_clock, hours>::min()),
+            std::future_status::timeout);
   EXPECT_EQ(future.wait_until(std::chrono::time_point<std::chrono::system_clock, std::chrono::seconds>::min()),
             std::future_status::timeout);
-  EXPECT_EQ(future.wait_until(std::chrono::time_point_cast<hours>(std::chrono::steady_clock::now()) - hours{10'000'000}),
-            std::future_status::timeout);
+  EXPECT_EQ(
+      future.wait_until(std::chrono::time_point_cast<hours>(std::chrono::steady_clock::now()) - hours{10'000'000}),
+      std::future_status::timeout);
   EXPECT_EQ(future.wait_for(std::chrono::duration<double>{-1e300}), std::future_status::timeout);
   gate.open();
   future.get();

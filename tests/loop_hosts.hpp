@@ -42,9 +42,12 @@ inline constexpr LoopDriver kHostDrivers[] = {LoopDriver::epoll, LoopDriver::uv}
 
 inline const char* driver_name(LoopDriver driver) {
   switch (driver) {
-    case LoopDriver::run: return "run";
-    case LoopDriver::epoll: return "epoll";
-    case LoopDriver::uv: return "uv";
+    case LoopDriver::run:
+      return "run";
+    case LoopDriver::epoll:
+      return "epoll";
+    case LoopDriver::uv:
+      return "uv";
   }
   return "unknown";
 }
@@ -133,7 +136,8 @@ inline bool uv_ok(UvHost& host, int status, const char* what) {
 }
 
 inline void uv_close_handles(UvHost& host) {
-  if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&host.poll))) uv_close(reinterpret_cast<uv_handle_t*>(&host.poll), nullptr);
+  if (!uv_is_closing(reinterpret_cast<uv_handle_t*>(&host.poll)))
+    uv_close(reinterpret_cast<uv_handle_t*>(&host.poll), nullptr);
   if (host.timer_made && !uv_is_closing(reinterpret_cast<uv_handle_t*>(&host.timer))) {
     uv_close(reinterpret_cast<uv_handle_t*>(&host.timer), nullptr);
   }
@@ -156,7 +160,8 @@ inline void uv_step(UvHost& host) {
     return;
   }
   uv_update_time(&host.uv);  // uv_timer_start counts from the loop's cached time
-  if (!uv_ok(host, uv_timer_start(&host.timer, uv_on_timer, static_cast<std::uint64_t>(timeout), 0), "uv_timer_start")) {
+  if (!uv_ok(host, uv_timer_start(&host.timer, uv_on_timer, static_cast<std::uint64_t>(timeout), 0),
+             "uv_timer_start")) {
     host.loop.run_ready();
     uv_close_handles(host);
   }
@@ -198,9 +203,15 @@ inline void drive_uv(xthread::EventLoop& loop) {
 /// loop's fd is unregistered from its host when this returns, so the loop may then be destroyed.
 inline void drive(xthread::EventLoop& loop, LoopDriver driver) {
   switch (driver) {
-    case LoopDriver::run: loop.run(); return;
-    case LoopDriver::epoll: detail::drive_epoll(loop); return;
-    case LoopDriver::uv: detail::drive_uv(loop); return;
+    case LoopDriver::run:
+      loop.run();
+      return;
+    case LoopDriver::epoll:
+      detail::drive_epoll(loop);
+      return;
+    case LoopDriver::uv:
+      detail::drive_uv(loop);
+      return;
   }
 }
 

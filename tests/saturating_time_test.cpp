@@ -30,11 +30,14 @@ using SystemAt = std::chrono::time_point<system_clock, Duration>;
 static_assert(saturating_nanoseconds(hours::max()) == nanoseconds::max());
 static_assert(saturating_nanoseconds(hours::min()) == nanoseconds::min());
 static_assert(saturating_nanoseconds(hours{1}) == nanoseconds{3'600'000'000'000});
-static_assert(saturating_time_left(SteadyAt<hours>::max(), SteadyAt<nanoseconds>{nanoseconds{5}}) == nanoseconds::max());
-static_assert(saturating_time_left(SteadyAt<hours>::min(), SteadyAt<nanoseconds>{nanoseconds{5}}) == nanoseconds::zero());
+static_assert(saturating_time_left(SteadyAt<hours>::max(), SteadyAt<nanoseconds>{nanoseconds{5}}) ==
+              nanoseconds::max());
+static_assert(saturating_time_left(SteadyAt<hours>::min(), SteadyAt<nanoseconds>{nanoseconds{5}}) ==
+              nanoseconds::zero());
 static_assert(saturating_time_left(SteadyAt<seconds>{seconds{2}}, SteadyAt<nanoseconds>{nanoseconds{500'000'000}}) ==
               nanoseconds{1'500'000'000});
-static_assert(saturating_time_left(SteadyAt<seconds>{seconds{2}}, SteadyAt<seconds>{seconds{2}}) == nanoseconds::zero());
+static_assert(saturating_time_left(SteadyAt<seconds>{seconds{2}}, SteadyAt<seconds>{seconds{2}}) ==
+              nanoseconds::zero());
 // A now before the epoch and a deadline near the top of the range: the difference itself overflows.
 static_assert(saturating_time_left(SteadyAt<nanoseconds>{nanoseconds::max() - nanoseconds{1}},
                                    SteadyAt<nanoseconds>{nanoseconds{-10}}) == nanoseconds::max());
@@ -46,7 +49,8 @@ TEST(SaturatingTime, NanosecondsSaturateAtBothEndsAndMapNaNToZero) {
   EXPECT_EQ(saturating_nanoseconds(std::chrono::duration<double>{INFINITY}), nanoseconds::max());
   EXPECT_EQ(saturating_nanoseconds(std::chrono::duration<double>{NAN}), nanoseconds::zero());
   EXPECT_EQ(saturating_nanoseconds(std::chrono::duration<double, std::milli>{1.5}), nanoseconds{1'500'000});
-  EXPECT_EQ(saturating_nanoseconds(std::chrono::duration<unsigned long long, std::ratio<86400>>{~0ULL}), nanoseconds::max());
+  EXPECT_EQ(saturating_nanoseconds(std::chrono::duration<unsigned long long, std::ratio<86400>>{~0ULL}),
+            nanoseconds::max());
 }
 
 TEST(SaturatingTime, TimeLeftUntilFarDeadlinesOfEveryClockAndDuration) {

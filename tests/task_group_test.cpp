@@ -64,10 +64,11 @@ TEST(TaskGroup, CancelDropsExactlyTheUnstartedTasks) {
   pool.pause();  // nothing else starts
   std::atomic<int> ran{0};
   std::vector<xthread::Future<int>> futures;
-  for (int i = 0; i < 30; ++i) futures.push_back(group.submit([&ran, i] {
-    ran.fetch_add(1);
-    return i;
-  }));
+  for (int i = 0; i < 30; ++i)
+    futures.push_back(group.submit([&ran, i] {
+      ran.fetch_add(1);
+      return i;
+    }));
   for (int i = 0; i < 20; ++i) ASSERT_TRUE(group.post([&] { ran.fetch_add(1); }));
   EXPECT_EQ(group.cancel(), 50u);
   EXPECT_EQ(group.cancel(), 0u);
@@ -149,10 +150,11 @@ TEST(TaskGroup, ShutdownDropSettlesEveryQueuedTaskOfTheGroup) {
   auto group = std::make_unique<TaskGroup>(pool);
   std::atomic<int> ran{0};
   std::vector<xthread::Future<int>> futures;
-  for (int i = 0; i < 20; ++i) futures.push_back(group->submit([&ran, i] {
-    ran.fetch_add(1);
-    return i;
-  }));
+  for (int i = 0; i < 20; ++i)
+    futures.push_back(group->submit([&ran, i] {
+      ran.fetch_add(1);
+      return i;
+    }));
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(group->post([&] { ran.fetch_add(1); }));
   std::size_t dropped = 0;
   std::thread shutter([&] { dropped = pool.shutdown(Shutdown::drop); });

@@ -51,9 +51,9 @@ TEST(ThreadPool, SubmitAcceptsMoveOnlyCallablesAndArguments) {
 TEST(ThreadPool, PostedExceptionsGoToOnErrorNeverTerminate) {
   std::atomic<int> errors{0};
   ThreadPool pool{ThreadPool::Options{.threads = 2, .on_error = [&](std::exception_ptr) {
-                                        errors.fetch_add(1);
-                                        throw std::runtime_error("a throwing handler is printed and ignored");
-                                      }}};
+    errors.fetch_add(1);
+    throw std::runtime_error("a throwing handler is printed and ignored");
+  }}};
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(pool.post([] { throw std::runtime_error("task failed"); }));
   pool.wait_idle();
   EXPECT_EQ(errors.load(), 10);
@@ -192,9 +192,10 @@ TEST(ThreadPool, ParallelForVisitsEveryIndexOnce) {
 
 TEST(ThreadPool, ParallelForRethrowsAndWorksWhilePausedAndFromATask) {
   ThreadPool pool{2};
-  EXPECT_THROW(pool.parallel_for(0, 1000, [](std::size_t i) {
-                 if (i == 500) throw std::out_of_range("500");
-               }),
+  EXPECT_THROW(pool.parallel_for(0, 1000,
+                                 [](std::size_t i) {
+    if (i == 500) throw std::out_of_range("500");
+  }),
                std::out_of_range);
   pool.pause();  // the caller does the work alone
   std::atomic<std::size_t> sum{0};
@@ -296,10 +297,11 @@ TEST(ThreadPoolContracts, DropDestroysExactlyTheUnstartedTasksAndCountsThem) {
   // One worker is blocked; pause so the other takes nothing, then queue 40 tasks.
   pool.pause();
   std::vector<xthread::Future<int>> futures;
-  for (int i = 0; i < 40; ++i) futures.push_back(pool.submit([&ran, i] {
-    ran.fetch_add(1);
-    return i;
-  }));
+  for (int i = 0; i < 40; ++i)
+    futures.push_back(pool.submit([&ran, i] {
+      ran.fetch_add(1);
+      return i;
+    }));
   std::size_t dropped = 0;
   std::thread shutter([&] { dropped = pool.shutdown(Shutdown::drop); });
   // shutdown drops before it joins the blocked worker; then let the blocker finish.
@@ -600,9 +602,8 @@ TEST(ThreadPoolContracts, ADroppedTasksDestructorMayUseThePoolAndShutItDownAgain
 // destructor's shutdown returns at once there, and the running shutdown still joins the workers.
 TEST(ThreadPoolContracts, CodeRunByShutdownDropMayDestroyThePool) {
   std::atomic<int> stopped{0};
-  auto pool = std::make_unique<ThreadPool>(ThreadPool::Options{.threads = 2, .on_thread_stop = [&](std::size_t) {
-    stopped.fetch_add(1);
-  }});
+  auto pool = std::make_unique<ThreadPool>(
+      ThreadPool::Options{.threads = 2, .on_thread_stop = [&](std::size_t) { stopped.fetch_add(1); }});
   pool->pause();
   struct DestroyWhenDropped {
     std::unique_ptr<ThreadPool>* owner;

@@ -66,8 +66,8 @@ namespace {
 
 /// Awaits `calls` round trips, counting allocations from the first awaited call on (the frame is
 /// allocated before), then sets `done` with the sum.
-xthread_test::Detached await_calls(xthread::ThreadSafeFunction<long(long, long)>& add, long calls, xthread::CallOptions options,
-                     std::promise<long>& done) {
+xthread_test::Detached await_calls(xthread::ThreadSafeFunction<long(long, long)>& add, long calls,
+                                   xthread::CallOptions options, std::promise<long>& done) {
   long sum = 0;
   for (long i = 0; i < 1000; ++i) sum += co_await add.async_with(options, i, 1);  // warm-up
   sum = 0;

@@ -39,7 +39,6 @@ using xthread_test::LoopBlocker;
 
 namespace {
 
-
 /// What one awaiting coroutine saw. `done` is set last, on the thread the coroutine resumed on.
 template <class T>
 struct Seen {
@@ -95,8 +94,9 @@ struct GatedCallee {
 
 /// Hops onto `pool`, calls f there, and reports whether it was on the pool before and after the call.
 /// (A free function, not a lambda: a coroutine lambda's captures die with the lambda object.)
-Detached call_from_the_pool(xthread::ThreadPool& pool, ThreadSafeFunction<int(int)>& f, std::atomic<bool>& on_pool_before,
-                            std::atomic<bool>& on_pool_after, std::promise<int>& result) {
+Detached call_from_the_pool(xthread::ThreadPool& pool, ThreadSafeFunction<int(int)>& f,
+                            std::atomic<bool>& on_pool_before, std::atomic<bool>& on_pool_after,
+                            std::promise<int>& result) {
   co_await pool.schedule();
   on_pool_before = pool.in_worker_thread();
   const int value = co_await f.async(41);
@@ -114,7 +114,6 @@ Detached call_then_stop(ThreadSafeFunction<int(int)>& f, std::promise<std::threa
 std::thread::id thread_of(EventLoop& loop) {
   return loop.invoke_sync([] { return std::this_thread::get_id(); });
 }
-
 
 }  // namespace
 
@@ -538,9 +537,9 @@ TEST(ThreadSafeFunctionAsync, AsyncWithPriorityAndAtFront) {
 TEST(ThreadSafeFunctionAsync, HandlesMayGoAwayWhileTheCallIsInFlight) {
   LoopThread worker{"async-handles"};
   std::atomic<int> finalized{0};
-  auto f = std::make_unique<ThreadSafeFunction<int(int)>>(
-      worker.loop(), [](int x) { return x + 1; },
-      ThreadSafeFunction<int(int)>::Options{.finalizer = [&] { finalized.fetch_add(1); }});
+  auto f = std::make_unique<ThreadSafeFunction<int(int)>>(worker.loop(), [](int x) {
+    return x + 1;
+  }, ThreadSafeFunction<int(int)>::Options{.finalizer = [&] { finalized.fetch_add(1); }});
   Seen<int> seen;
   {
     LoopBlocker blocker(worker.loop());

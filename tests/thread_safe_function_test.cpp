@@ -23,16 +23,15 @@
 using namespace std::chrono_literals;
 using xthread::CallOptions;
 using xthread::ClosedError;
-using xthread::Priority;
 using xthread::EventLoop;
 using xthread::LoopThread;
+using xthread::Priority;
 using xthread::ThreadSafeFunction;
 using xthread_test::drive;
 using xthread_test::LoopBlocker;
 using xthread_test::RunningLoop;
 
 namespace {
-
 
 struct CopyCounter {
   static inline std::atomic<int> copies{0};
@@ -60,11 +59,10 @@ TEST_P(ThreadSafeFunctionDriven, CallRunsOnTheLoopThreadAndReturnsTheValue) {
   EventLoop loop;
   RunningLoop runner(loop, GetParam(), "tsfn-worker");
   std::thread::id callee_thread;
-  ThreadSafeFunction<std::string(std::string, std::string)> concat{
-      loop, [&](std::string a, std::string b) {
-        callee_thread = std::this_thread::get_id();
-        return a + b;
-      }};
+  ThreadSafeFunction<std::string(std::string, std::string)> concat{loop, [&](std::string a, std::string b) {
+    callee_thread = std::this_thread::get_id();
+    return a + b;
+  }};
   std::future<std::string> result = concat.call(std::string("Hello"), std::string("World"));
   EXPECT_EQ(result.get(), "HelloWorld");
   EXPECT_NE(callee_thread, std::this_thread::get_id());
@@ -75,9 +73,9 @@ TEST_P(ThreadSafeFunctionDriven, TheCalleesExceptionComesBack) {
   EventLoop loop;
   RunningLoop runner(loop, GetParam());
   ThreadSafeFunction<int(int)> checked{loop, [](int x) -> int {
-                                         if (x < 0) throw std::domain_error("negative");
-                                         return x;
-                                       }};
+    if (x < 0) throw std::domain_error("negative");
+    return x;
+  }};
   EXPECT_THROW(checked.call_sync(-1), std::domain_error);
   EXPECT_THROW(checked.call(-1).get(), std::domain_error);
   EXPECT_EQ(checked.call_sync(3), 3);
@@ -109,8 +107,8 @@ TEST(ThreadSafeFunction, NestedCallSyncAcrossTwoLoops) {
   // The study's case 3: caller → worker loop → main loop, each hop synchronous.
   EventLoop main_loop;
   LoopThread worker{"tsfn-nested"};
-  ThreadSafeFunction<std::string(std::string, std::string)> on_main{
-      main_loop, [](std::string a, std::string b) { return a + b; }};
+  ThreadSafeFunction<std::string(std::string, std::string)> on_main{main_loop,
+                                                                    [](std::string a, std::string b) { return a + b; }};
   ThreadSafeFunction<std::string(std::string, std::string)> on_worker{
       worker.loop(), [&](std::string a, std::string b) { return on_main.call_sync(std::move(a), std::move(b)); }};
   std::string result;
@@ -125,8 +123,8 @@ TEST(ThreadSafeFunction, NestedCallSyncAcrossTwoLoops) {
 
 TEST(ThreadSafeFunction, TryCallReportsAFullQueueAndLeavesArgumentsAlone) {
   LoopThread worker;
-  ThreadSafeFunction<int(std::unique_ptr<int>)> take{worker.loop(), [](std::unique_ptr<int> p) { return *p; },
-                                                     {.max_queue = 1}};
+  ThreadSafeFunction<int(std::unique_ptr<int>)> take{
+      worker.loop(), [](std::unique_ptr<int> p) { return *p; }, {.max_queue = 1}};
   LoopBlocker blocker(worker.loop());
   auto first = std::make_unique<int>(1);
   auto queued = take.try_call(std::move(first));
@@ -164,10 +162,9 @@ TEST_P(ThreadSafeFunctionDriven, AbortFailsQueuedBlockedAndLaterCalls) {
   RunningLoop runner(loop, GetParam());
   std::atomic<int> ran{0};
   ThreadSafeFunction<int(int)> counted{loop, [&](int x) {
-                                         ran.fetch_add(1);
-                                         return x;
-                                       },
-                                       {.max_queue = 2}};
+    ran.fetch_add(1);
+    return x;
+  }, {.max_queue = 2}};
   LoopBlocker blocker(loop);
   auto queued1 = counted.call(1);
   auto queued2 = counted.call(2);  // full now
@@ -200,16 +197,14 @@ TEST_P(ThreadSafeFunctionDriven, ReleaseDrainsQueuedCallsThenRunsTheFinalizerOnT
   std::promise<std::thread::id> finalized;
   std::atomic<int> finalizer_runs{0};
   std::thread::id loop_thread;
-  ThreadSafeFunction<int(int)> counted{loop,
-                                       [&](int x) {
-                                         loop_thread = std::this_thread::get_id();
-                                         ran.fetch_add(1);
-                                         return x;
-                                       },
-                                       {.finalizer = [&] {
-                                         finalizer_runs.fetch_add(1);
-                                         finalized.set_value(std::this_thread::get_id());
-                                       }}};
+  ThreadSafeFunction<int(int)> counted{loop, [&](int x) {
+    loop_thread = std::this_thread::get_id();
+    ran.fetch_add(1);
+    return x;
+  }, {.finalizer = [&] {
+    finalizer_runs.fetch_add(1);
+    finalized.set_value(std::this_thread::get_id());
+  }}};
   counted.acquire();  // two references now
   LoopBlocker blocker(loop);
   auto first = counted.call(1);
@@ -235,8 +230,8 @@ TEST(ThreadSafeFunction, TheLastHandleReleasesAndFinalizes) {
   std::promise<void> finalized;
   std::future<int> pending;
   {
-    ThreadSafeFunction<int(int)> identity{worker.loop(), [](int x) { return x; },
-                                          {.finalizer = [&] { finalized.set_value(); }}};
+    ThreadSafeFunction<int(int)> identity{
+        worker.loop(), [](int x) { return x; }, {.finalizer = [&] { finalized.set_value(); }}};
     auto copy = identity;  // copies share one function and its references
     pending = copy.call(9);
   }
@@ -283,9 +278,9 @@ TEST_P(ThreadSafeFunctionDriven, AfterTheDriverReturnedItsThreadGetsClosedErrorT
   EventLoop loop;
   std::atomic<int> ran{0};
   ThreadSafeFunction<int(int)> counted{loop, [&ran](int x) {
-                                         ran.fetch_add(1);
-                                         return x;
-                                       }};
+    ran.fetch_add(1);
+    return x;
+  }};
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }));
   drive(loop, GetParam());
   EXPECT_THROW(counted.call_sync(1), ClosedError);
@@ -311,11 +306,10 @@ TEST(ThreadSafeFunction, DestroyingTheLoopWithCallsInFlightFailsThem) {
 
 TEST(ThreadSafeFunction, MoveOnlyArgumentsAndResults) {
   LoopThread worker;
-  ThreadSafeFunction<std::unique_ptr<int>(std::unique_ptr<int>)> bump{
-      worker.loop(), [](std::unique_ptr<int> p) {
-        ++*p;
-        return p;
-      }};
+  ThreadSafeFunction<std::unique_ptr<int>(std::unique_ptr<int>)> bump{worker.loop(), [](std::unique_ptr<int> p) {
+    ++*p;
+    return p;
+  }};
   auto value = bump.call_sync(std::make_unique<int>(1));
   EXPECT_EQ(*value, 2);
   auto later = bump.call(std::move(value)).get();
@@ -341,10 +335,9 @@ TEST_P(ThreadSafeFunctionDriven, ManyThreadsCallConcurrently) {
   RunningLoop runner(loop, GetParam());
   std::atomic<long> seen{0};
   ThreadSafeFunction<long(long)> add{loop, [&](long x) {
-                                       seen.fetch_add(x, std::memory_order_relaxed);
-                                       return x + 1;
-                                     },
-                                     {.max_queue = 8}};
+    seen.fetch_add(x, std::memory_order_relaxed);
+    return x + 1;
+  }, {.max_queue = 8}};
   constexpr int kThreads = 4;
   constexpr int kCalls = 2'000;
   std::vector<std::thread> callers;
@@ -415,14 +408,13 @@ TEST(ThreadSafeFunctionHardening, ReleasingTheLastReferenceFromTheCalleeWakesBlo
   std::latch go{1};
   ThreadSafeFunction<int(int)>* self = nullptr;
   ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
-                                   if (x == 0) {
-                                     entered.count_down();
-                                     go.wait();
-                                     self->release();  // the last reference, from inside the callee
-                                   }
-                                   return x;
-                                 },
-                                 {.max_queue = 1}};
+    if (x == 0) {
+      entered.count_down();
+      go.wait();
+      self->release();  // the last reference, from inside the callee
+    }
+    return x;
+  }, {.max_queue = 1}};
   self = &f;
   std::future<int> first = f.call(0);
   entered.wait();
@@ -451,13 +443,12 @@ TEST(ThreadSafeFunctionHardening, AQueueSlotFreesWhenTheLoopDequeuesTheCallNotWh
   std::latch entered{1};
   std::latch go{1};
   ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
-                                   if (x == 0) {
-                                     entered.count_down();
-                                     go.wait();
-                                   }
-                                   return x;
-                                 },
-                                 {.max_queue = 1}};
+    if (x == 0) {
+      entered.count_down();
+      go.wait();
+    }
+    return x;
+  }, {.max_queue = 1}};
   std::thread sync_caller([&] { EXPECT_EQ(f.call_sync(0), 0); });  // a call_sync holds a slot the same way
   entered.wait();  // the callee is running: its slot is free again
   std::optional<std::future<int>> second = f.try_call(1);
@@ -489,9 +480,9 @@ TEST(ThreadSafeFunctionHardening, AClosedErrorFromInsideTheCalleeArrivesAsNested
   inner.abort();
   std::atomic<int> ran{0};
   ThreadSafeFunction<int(int)> outer{outer_loop.loop(), [&](int x) {
-                                       ran.fetch_add(1);
-                                       return inner.call_sync(x);
-                                     }};
+    ran.fetch_add(1);
+    return inner.call_sync(x);
+  }};
   try {
     (void)outer.call_sync(1);
     ADD_FAILURE() << "no exception";
@@ -563,7 +554,8 @@ struct alignas(64) Overaligned {
   int value = 0;
   static void check(const void* self) {
     const void* volatile address = self;  // keep the compiler from folding the test for an alignas(64) type
-    if (reinterpret_cast<std::uintptr_t>(static_cast<const void*>(address)) % 64 != 0) misaligned_constructions.fetch_add(1);
+    if (reinterpret_cast<std::uintptr_t>(static_cast<const void*>(address)) % 64 != 0)
+      misaligned_constructions.fetch_add(1);
   }
   Overaligned() { check(this); }
   Overaligned(const Overaligned& other) : value(other.value) { check(this); }
@@ -577,10 +569,10 @@ TEST(ThreadSafeFunctionHardening, OveralignedArgumentsAndResultsAreProperlyAlign
   // over-aligned result did not even compile.
   LoopThread worker;
   ThreadSafeFunction<Overaligned(Overaligned)> f{worker.loop(), [](Overaligned in) {
-                                                   Overaligned out;
-                                                   out.value = in.value + 1;
-                                                   return out;
-                                                 }};
+    Overaligned out;
+    out.value = in.value + 1;
+    return out;
+  }};
   std::vector<std::future<Overaligned>> futures;
   {
     LoopBlocker blocker(worker.loop());  // all calls in flight at once: distinct pool blocks
@@ -604,13 +596,12 @@ TEST(ThreadSafeFunctionHardening, TheFinalizerRunsOnTheLoopThreadOrOnTheClosingT
     LoopThread worker;
     std::promise<void> finalized;
     ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) {
-                                     loop_thread = std::this_thread::get_id();
-                                     return x;
-                                   },
-                                   {.finalizer = [&] {
-                                     finalizer_thread = std::this_thread::get_id();
-                                     finalized.set_value();
-                                   }}};
+      loop_thread = std::this_thread::get_id();
+      return x;
+    }, {.finalizer = [&] {
+      finalizer_thread = std::this_thread::get_id();
+      finalized.set_value();
+    }}};
     EXPECT_EQ(f.call_sync(1), 1);
     f.release();
     finalized.get_future().wait();
@@ -618,8 +609,8 @@ TEST(ThreadSafeFunctionHardening, TheFinalizerRunsOnTheLoopThreadOrOnTheClosingT
   }
   {
     auto loop = std::make_unique<EventLoop>();
-    ThreadSafeFunction<int(int)> f{*loop, [](int x) { return x; },
-                                   {.finalizer = [&] { finalizer_thread = std::this_thread::get_id(); }}};
+    ThreadSafeFunction<int(int)> f{
+        *loop, [](int x) { return x; }, {.finalizer = [&] { finalizer_thread = std::this_thread::get_id(); }}};
     loop.reset();  // the loop is gone
     f.release();   // finishes closing here
     EXPECT_EQ(finalizer_thread, std::this_thread::get_id());
@@ -632,8 +623,8 @@ TEST(ThreadSafeFunctionHardening, TheFinalizerRunsOnTheLoopThreadOrOnTheClosingT
 TEST(ThreadSafeFunctionPriority, OptionsPriorityIsTheDefaultOfCallAndCallSync) {
   EventLoop loop;  // not running yet: everything queues first
   std::vector<std::string> order;
-  ThreadSafeFunction<void(std::string)> urgent{loop, [&order](std::string s) { order.push_back(std::move(s)); },
-                                               {.max_queue = 0, .priority = Priority::high}};
+  ThreadSafeFunction<void(std::string)> urgent{
+      loop, [&order](std::string s) { order.push_back(std::move(s)); }, {.max_queue = 0, .priority = Priority::high}};
   ThreadSafeFunction<void(std::string)> plain{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
   ASSERT_TRUE(loop.post([&order] { order.push_back("normal task"); }));
   std::future<void> a = plain.call("plain call");
@@ -690,9 +681,9 @@ TEST(ThreadSafeFunctionPriority, CallSyncWithRunsAtItsPriorityAndInlineOnTheLoop
   LoopThread worker{"tsf-prio"};
   std::vector<std::string> order;
   ThreadSafeFunction<int(int)> f{worker.loop(), [&order](int x) {
-                                   order.push_back("call " + std::to_string(x));
-                                   return x * 2;
-                                 }};
+    order.push_back("call " + std::to_string(x));
+    return x * 2;
+  }};
   std::latch release(1);
   std::promise<void> blocking;
   // Hold the loop so the calls below queue up behind one task, then let it go.
@@ -702,20 +693,16 @@ TEST(ThreadSafeFunctionPriority, CallSyncWithRunsAtItsPriorityAndInlineOnTheLoop
   }));
   blocking.get_future().wait();
   std::future<int> normal = f.call(1);
-  std::thread sync_caller([&] {
-    EXPECT_EQ(f.call_sync_with(CallOptions{.priority = Priority::high}, 2), 4);
-  });
+  std::thread sync_caller([&] { EXPECT_EQ(f.call_sync_with(CallOptions{.priority = Priority::high}, 2), 4); });
   // call_sync_with has no future to wait on: poll the queue with a deadline until it is queued.
   ASSERT_TRUE(xthread_test::eventually([&] { return worker.loop().stats().pending == 2; }));
   release.count_down();
   sync_caller.join();
   EXPECT_EQ(normal.get(), 2);
-  EXPECT_EQ(worker.loop().invoke_sync([&order] { return order; }),
-            (std::vector<std::string>{"call 2", "call 1"}));
+  EXPECT_EQ(worker.loop().invoke_sync([&order] { return order; }), (std::vector<std::string>{"call 2", "call 1"}));
   // On the loop's own thread call_sync_with runs inline, whatever the options.
-  EXPECT_EQ(worker.loop().invoke_sync([&f] {
-              return f.call_sync_with(CallOptions{.priority = Priority::idle, .at_front = true}, 5);
-            }),
+  EXPECT_EQ(worker.loop().invoke_sync(
+                [&f] { return f.call_sync_with(CallOptions{.priority = Priority::idle, .at_front = true}, 5); }),
             10);
 }
 

@@ -12,7 +12,9 @@
 #include "xcall/command.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"xthread lab: reproduces two performance studies (xcall = study 000 ThreadSafeFunctionPerf, napi = study 000 with Node-API beside xthread, pool = study 004 Eterfree)", "xthread-bench"};
+  CLI::App app{
+      "xthread lab: reproduces two performance studies (xcall = study 000 ThreadSafeFunctionPerf, napi = study 000 with Node-API beside xthread, pool = study 004 Eterfree)",
+      "xthread-bench"};
   app.require_subcommand(1);
   xthread_lab::CommandResult result;
   try {

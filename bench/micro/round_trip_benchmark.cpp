@@ -123,7 +123,8 @@ void RoundTrip_CallSync(benchmark::State& state, bool idle) {
 
 void RoundTrip_CallSyncWith(benchmark::State& state, bool idle) {
   xthread::LoopThread worker{"micro-loop"};
-  measure_call_sync(state, worker.loop(), idle, xthread::CallOptions{.priority = xthread::Priority::high, .at_front = true});
+  measure_call_sync(state, worker.loop(), idle,
+                    xthread::CallOptions{.priority = xthread::Priority::high, .at_front = true});
 }
 
 /// call_sync made on a loop thread (inside a task of a loop this thread runs) into another loop: the
@@ -133,9 +134,9 @@ void RoundTrip_CallSyncFromLoop(benchmark::State& state, bool idle) {
   xthread::LoopThread worker{"micro-loop"};
   xthread::EventLoop home;  // run on this thread: the measuring loop is one of its tasks
   if (!home.post([&] {
-        measure_call_sync(state, worker.loop(), idle);
-        home.stop();
-      })) {
+    measure_call_sync(state, worker.loop(), idle);
+    home.stop();
+  })) {
     state.SkipWithError("home loop stopped");
     return;
   }

@@ -210,7 +210,8 @@ typename AsioCallPromise<R, Handler>::Operation run_asio_call(Awaitable awaitabl
   } catch (...) {
     error = std::current_exception();
   }
-  co_return AsioCallEnd<R, Handler>{{std::move(handler), error, std::move(value)}, std::move(work), awaitable.suspended()};
+  co_return AsioCallEnd<R, Handler>{
+      {std::move(handler), error, std::move(value)}, std::move(work), awaitable.suspended()};
 }
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
@@ -294,7 +295,8 @@ auto async_call(ThreadSafeFunction<R(Args...)>& function, ArgumentsThenToken&&..
 template <class R, class... Args, class... ArgumentsThenToken>
 auto async_call_with(ThreadSafeFunction<R(Args...)>& function, CallOptions options,
                      ArgumentsThenToken&&... arguments_then_token) {
-  static_assert(sizeof...(ArgumentsThenToken) >= 1, "xthread::async_call_with: the last argument is the completion token");
+  static_assert(sizeof...(ArgumentsThenToken) >= 1,
+                "xthread::async_call_with: the last argument is the completion token");
   static_assert(std::is_void_v<R> || std::is_default_constructible_v<R>,
                 "xthread::async_call_with: R must be default-constructible (the value passed with an error)");
   return detail::async_call_from_tuple(function, options,

@@ -88,7 +88,8 @@ template <class F, class R>
 class InvokeTask final : public LoopTask {
  public:
   template <class G>
-  InvokeTask(G&& function, std::promise<R>&& promise) : function_(std::forward<G>(function)), promise_(std::move(promise)) {}
+  InvokeTask(G&& function, std::promise<R>&& promise)
+      : function_(std::forward<G>(function)), promise_(std::move(promise)) {}
   void run(LoopCore& /*core*/) noexcept override {
     try {
       if constexpr (std::is_void_v<R>) {
@@ -283,7 +284,8 @@ class EventLoop {
     std::uint64_t tasks_run = 0;  ///< tasks and timer callbacks run so far
     std::uint64_t wakeups = 0;    ///< times a producer had to wake the parked loop thread
     std::uint64_t parks = 0;      ///< times the loop thread went to sleep in the kernel
-    std::size_t pending = 0;      ///< tasks queued now (idle ones and due timers waiting in a queue included; timers not yet due excluded)
+    std::size_t pending =
+        0;  ///< tasks queued now (idle ones and due timers waiting in a queue included; timers not yet due excluded)
   };
 
   EventLoop() : EventLoop(Options{}) {}
@@ -410,7 +412,8 @@ class EventLoop {
   /// has stopped.
   template <class Rep, class Period, class F>
   Timer post_after(std::chrono::duration<Rep, Period> delay, F&& task, Priority priority = Priority::normal) {
-    return add_timer(detail::saturating_nanoseconds(delay), std::chrono::nanoseconds{0}, std::forward<F>(task), priority);
+    return add_timer(detail::saturating_nanoseconds(delay), std::chrono::nanoseconds{0}, std::forward<F>(task),
+                     priority);
   }
 
   /// Any thread. Runs `task` every `period` (> 0, else std::invalid_argument) until the returned Timer
@@ -418,7 +421,8 @@ class EventLoop {
   /// start + k·period; when the loop falls behind, missed ticks are skipped rather than run in a
   /// burst. A run never overlaps the next: the next deadline is set when a run ends.
   template <class Rep, class Period, class F>
-  [[nodiscard]] Timer post_every(std::chrono::duration<Rep, Period> period, F&& task, Priority priority = Priority::normal) {
+  [[nodiscard]] Timer post_every(std::chrono::duration<Rep, Period> period, F&& task,
+                                 Priority priority = Priority::normal) {
     const std::chrono::nanoseconds nanoseconds = detail::saturating_nanoseconds(period);
     if (nanoseconds.count() <= 0) throw std::invalid_argument("xthread::EventLoop::post_every: period must be > 0");
     return add_timer(nanoseconds, nanoseconds, std::forward<F>(task), priority);

@@ -42,7 +42,9 @@ struct completion_signatures {};
 struct get_stop_token_t {
   template <class Env>
   std::stop_token operator()(const Env& env) const noexcept {
-    if constexpr (requires { { env.query(get_stop_token_t{}) } -> std::convertible_to<std::stop_token>; }) {
+    if constexpr (requires {
+                    { env.query(get_stop_token_t{}) } -> std::convertible_to<std::stop_token>;
+                  }) {
       return env.query(get_stop_token_t{});
     } else {
       return std::stop_token{};
@@ -64,8 +66,7 @@ inline constexpr get_completion_scheduler_t<CompletionTag> get_completion_schedu
 
 /// The completions of every xthread schedule-sender: a value (on the target), an error
 /// (std::exception_ptr holding ClosedError, or bad_alloc from a pool's queue), or stopped.
-using schedule_completions =
-    completion_signatures<set_value_t(), set_error_t(std::exception_ptr), set_stopped_t()>;
+using schedule_completions = completion_signatures<set_value_t(), set_error_t(std::exception_ptr), set_stopped_t()>;
 
 namespace detail {
 

@@ -153,10 +153,8 @@ class SubmittedCall final : public FutureState<R> {
       if constexpr (std::is_void_v<R>) {
         (*callable_)();
         this->set_value();
-      } else if constexpr (std::is_reference_v<R>) {
-        this->set_value((*callable_)());
       } else {
-        this->set_value((*callable_)());  // a throwing move of R lands in the catch below
+        this->set_value((*callable_)());  // a throwing move of R (not a reference) lands in the catch below
       }
     } catch (...) {
       this->set_error(callee_exception());  // a ClosedError from inside becomes NestedClosedError

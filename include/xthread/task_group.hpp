@@ -212,7 +212,8 @@ class TaskGroup {
 
   static void run(Entry& entry, State& state) {
     std::uint8_t expected = Entry::kPending;
-    if (!entry.phase.compare_exchange_strong(expected, Entry::kRunning, std::memory_order_acq_rel)) return;  // cancelled
+    if (!entry.phase.compare_exchange_strong(expected, Entry::kRunning, std::memory_order_acq_rel))
+      return;  // cancelled
     forget(state, entry);
     std::exception_ptr error;
     try {

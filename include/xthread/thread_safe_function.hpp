@@ -113,8 +113,9 @@ class ThreadSafeFunction<R(Args...)> {
   /// before this function; calls then fail with ClosedError.
   template <class F, class = std::enable_if_t<std::is_invocable_r_v<R, std::decay_t<F>&, Args...>>>
   ThreadSafeFunction(EventLoop& loop, F&& callee, Options options = {})
-      : owner_(std::make_shared<Owner>(
-            std::make_shared<State>(loop.core_, std::forward<F>(callee), std::move(options)))) {}
+      : owner_(
+            std::make_shared<Owner>(std::make_shared<State>(loop.core_, std::forward<F>(callee), std::move(options)))) {
+  }
 
   /// Any thread. Queues a call; blocks while the queue is full. The future carries the callee's value,
   /// its exception, or ClosedError. On the loop's own thread it never blocks (the bound is waived, so
@@ -263,7 +264,8 @@ class ThreadSafeFunction<R(Args...)> {
     State(std::shared_ptr<detail::LoopCore> loop_core, F&& function, Options options)
         : core(std::move(loop_core)),
           callee(std::forward<F>(function)),
-          pool(std::make_shared<detail::RecyclingPool>(options.max_queue == 0 ? 256 : std::min<std::size_t>(options.max_queue, 4096))),
+          pool(std::make_shared<detail::RecyclingPool>(
+              options.max_queue == 0 ? 256 : std::min<std::size_t>(options.max_queue, 4096))),
           // Allocated now, so closing never needs memory and the finalizer cannot be lost to bad_alloc.
           finalizer_task(options.finalizer ? std::make_unique<FinalizerTask>(std::move(options.finalizer)) : nullptr),
           gate(options.max_queue, [this] { schedule_finalizer(); }),
@@ -403,13 +405,15 @@ class ThreadSafeFunction<R(Args...)> {
   }
 
   template <class Value>
-  static void invoke_stored(State& state, Arguments& stored, std::optional<Value>& value, std::exception_ptr& error) noexcept {
+  static void invoke_stored(State& state, Arguments& stored, std::optional<Value>& value,
+                            std::exception_ptr& error) noexcept {
     try {
       if constexpr (std::is_void_v<R>) {
         std::apply([&state](auto&... a) { state.callee(static_cast<Args&&>(a)...); }, stored);
         value.emplace('\0');
       } else {
-        value.emplace(std::apply([&state](auto&... a) -> R { return state.callee(static_cast<Args&&>(a)...); }, stored));
+        value.emplace(
+            std::apply([&state](auto&... a) -> R { return state.callee(static_cast<Args&&>(a)...); }, stored));
       }
     } catch (...) {
       error = detail::callee_exception();
@@ -420,7 +424,7 @@ class ThreadSafeFunction<R(Args...)> {
     return state.gate.aborted() ? "ThreadSafeFunction aborted" : "ThreadSafeFunction released or its loop stopped";
   }
 
-  static std::future<R> ready_error(std::string reason) {
+  static std::future<R> ready_error(const std::string& reason) {
     std::promise<R> promise;
     promise.set_exception(std::make_exception_ptr(ClosedError(reason)));
     return promise.get_future();
@@ -595,7 +599,9 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   }
 
   /// A slot freed for this waiting call (on the thread that freed it): queue it on f's loop.
-  bool on_admitted() noexcept override { return detail::loop_post(*state_->core, this, options_.priority, options_.at_front); }
+  bool on_admitted() noexcept override {
+    return detail::loop_post(*state_->core, this, options_.priority, options_.at_front);
+  }
 
   /// The waiting call was refused: the function closed, or its loop stopped. ClosedError, delivered
   /// as a value would be.

@@ -241,38 +241,35 @@ napi_value start_job(napi_env env, AsyncJob* job, const char* name) {
   try {
     xthread_napi::detail::check(napi_create_promise(env, &job->deferred, &promise), "napi_create_promise");
     napi_create_string_utf8(env, name, NAPI_AUTO_LENGTH, &resource_name);
-    xthread_napi::detail::check(
-        napi_create_async_work(
-            env, nullptr, resource_name,
-            [](napi_env, void* data) {
-              auto* j = static_cast<AsyncJob*>(data);
-              try {
-                j->execute();
-              } catch (...) {
-                j->execute_error = std::current_exception();
-              }
-            },
-            [](napi_env e, napi_status, void* data) {
-              auto* j = static_cast<AsyncJob*>(data);
-              napi_value result = nullptr;
-              std::exception_ptr error = j->execute_error;
-              if (!error) {
-                try {
-                  result = j->complete(e);
-                } catch (...) {
-                  error = std::current_exception();
-                }
-              }
-              if (error) {
-                napi_reject_deferred(e, j->deferred, make_error(e, describe(error)));
-              } else {
-                napi_resolve_deferred(e, j->deferred, result);
-              }
-              napi_delete_async_work(e, j->work);
-              delete j;
-            },
-            job, &job->work),
-        "napi_create_async_work");
+    xthread_napi::detail::check(napi_create_async_work(env, nullptr, resource_name,
+                                                       [](napi_env, void* data) {
+      auto* j = static_cast<AsyncJob*>(data);
+      try {
+        j->execute();
+      } catch (...) {
+        j->execute_error = std::current_exception();
+      }
+    },
+                                                       [](napi_env e, napi_status, void* data) {
+      auto* j = static_cast<AsyncJob*>(data);
+      napi_value result = nullptr;
+      std::exception_ptr error = j->execute_error;
+      if (!error) {
+        try {
+          result = j->complete(e);
+        } catch (...) {
+          error = std::current_exception();
+        }
+      }
+      if (error) {
+        napi_reject_deferred(e, j->deferred, make_error(e, describe(error)));
+      } else {
+        napi_resolve_deferred(e, j->deferred, result);
+      }
+      napi_delete_async_work(e, j->work);
+      delete j;
+    }, job, &job->work),
+                                "napi_create_async_work");
     xthread_napi::detail::check(napi_queue_async_work(env, job->work), "napi_queue_async_work");
   } catch (...) {
     if (job->work != nullptr) napi_delete_async_work(env, job->work);
@@ -519,7 +516,8 @@ napi_value CallRawTargetSync(napi_env env, napi_callback_info info) {
   return guarded(env, [&]() -> napi_value {
     auto argv = get_args(env, info, 4);
     const RawTarget target = lookup_raw(arg_id(env, argv[0]));
-    if (target.env == env) throw ArgError("callRawTargetSync: the target lives on this thread (it would wait for itself)");
+    if (target.env == env)
+      throw ArgError("callRawTargetSync: the target lives on this thread (it would wait for itself)");
     std::string a = arg_string(env, argv[1], "a");
     std::string b = arg_string(env, argv[2], "b");
     double i = arg_number(env, argv[3], "i");
@@ -688,7 +686,9 @@ std::unique_ptr<RunCalls> parse_run_calls(napi_env env, napi_callback_info info)
 }
 
 napi_value RunCallsFn(napi_env env, napi_callback_info info) {
-  return guarded(env, [&]() -> napi_value { return start_job(env, parse_run_calls(env, info).release(), "xthread_napi.runCalls"); });
+  return guarded(env, [&]() -> napi_value {
+    return start_job(env, parse_run_calls(env, info).release(), "xthread_napi.runCalls");
+  });
 }
 
 // runCallsOnThread(id, options) -> handle: the same calls as runCalls, made from a plain std::thread (not
@@ -754,10 +754,11 @@ napi_value JoinThreadCalls(napi_env env, napi_callback_info info) {
       std::unique_lock<std::mutex> lock(record->mutex);
       // Saturating: Infinity or 1e300 ms waits forever, NaN or a negative value is a poll (a plain
       // wait_for would overflow converting them to the clock's nanoseconds).
-      const auto timeout = xthread::detail::saturating_nanoseconds(std::chrono::duration<double, std::milli>(timeout_ms));
+      const auto timeout =
+          xthread::detail::saturating_nanoseconds(std::chrono::duration<double, std::milli>(timeout_ms));
       const auto done = [record] { return record->finished; };
-      const auto deadline =
-          xthread::detail::saturating_add(std::chrono::steady_clock::now(), std::max(timeout, std::chrono::nanoseconds{0}));
+      const auto deadline = xthread::detail::saturating_add(std::chrono::steady_clock::now(),
+                                                            std::max(timeout, std::chrono::nanoseconds{0}));
       bool finished = true;
       if (deadline == std::chrono::steady_clock::time_point::max()) {
         record->finished_cv.wait(lock, done);
@@ -952,7 +953,8 @@ napi_value EchoFn(napi_env env, napi_callback_info info) {
     if (type == "int64") return echo_as<std::int64_t, std::int64_t>(env, argv[1], argv[2], mode);
     if (type == "int32") return echo_as<std::int32_t, std::int32_t>(env, argv[1], argv[2], mode);
     if (type == "bool") return echo_as<bool, bool>(env, argv[1], argv[2], mode);
-    if (type == "buffer") return echo_as<std::vector<std::uint8_t>, std::vector<std::uint8_t>>(env, argv[1], argv[2], mode);
+    if (type == "buffer")
+      return echo_as<std::vector<std::uint8_t>, std::vector<std::uint8_t>>(env, argv[1], argv[2], mode);
     if (type == "void") return echo_as<void, std::string>(env, argv[1], argv[2], mode);
     throw ArgError("echo: unknown type \"" + type + "\"");
   });
@@ -1020,12 +1022,23 @@ NAPI_MODULE_INIT(/* napi_env env, napi_value exports */) {
     napi_callback cb;
   };
   const Export table[] = {
-      {"createTarget", CreateTarget},     {"releaseTarget", ReleaseTarget}, {"abortTarget", AbortTarget},
-      {"dropTarget", DropTarget},         {"runCalls", RunCallsFn},         {"callTargetSync", CallTargetSync},
-      {"queueThen", QueueThenFn},         {"echo", EchoFn},                 {"monotonicNowNs", MonotonicNowNs},
-      {"buildInfo", BuildInfo},           {"createRawTarget", CreateRawTarget}, {"dropRawTarget", DropRawTarget},
-      {"callRawTargetSync", CallRawTargetSync}, {"runCallsOnThread", RunCallsOnThread},
-      {"joinThreadCalls", JoinThreadCalls}, {"moveFailure", MoveFailureFn}, {"sleepMs", SleepMs},
+      {"createTarget", CreateTarget},
+      {"releaseTarget", ReleaseTarget},
+      {"abortTarget", AbortTarget},
+      {"dropTarget", DropTarget},
+      {"runCalls", RunCallsFn},
+      {"callTargetSync", CallTargetSync},
+      {"queueThen", QueueThenFn},
+      {"echo", EchoFn},
+      {"monotonicNowNs", MonotonicNowNs},
+      {"buildInfo", BuildInfo},
+      {"createRawTarget", CreateRawTarget},
+      {"dropRawTarget", DropRawTarget},
+      {"callRawTargetSync", CallRawTargetSync},
+      {"runCallsOnThread", RunCallsOnThread},
+      {"joinThreadCalls", JoinThreadCalls},
+      {"moveFailure", MoveFailureFn},
+      {"sleepMs", SleepMs},
   };
   for (const Export& e : table) {
     napi_value fn = nullptr;

@@ -8,9 +8,8 @@
 
 int main() {
   xthread::LoopThread worker{"consumer"};
-  xthread::ThreadSafeFunction<std::string(std::string)> greet{worker.loop(), [](std::string name) {
-                                                                return "hello, " + name;
-                                                              }};
+  xthread::ThreadSafeFunction<std::string(std::string)> greet{worker.loop(),
+                                                              [](std::string name) { return "hello, " + name; }};
   xthread::ThreadPool pool{2};
   const std::string greeting = greet.call_sync(std::string("consumer"));
   const int answer = pool.submit([] { return 42; }).get();

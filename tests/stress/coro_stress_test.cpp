@@ -77,7 +77,8 @@ TEST(CoroStress, HandOffNeverTouchesTheAwaiterAfterwards) {
   xthread::LoopThread worker{"stress-coro"};
   xthread::ThreadPool pool{2};
   std::uint64_t hops = 0;
-  xthread_stress::run_rounds("coro: hand-off", xthread_stress::Limits::scaled(4'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("coro: hand-off", xthread_stress::Limits::scaled(4'000), watchdog,
+                             [&](std::uint64_t round) {
     constexpr int kPerProducer = 64;
     std::vector<Entry> ledger(2 * kPerProducer);
     auto produce = [&](int first) {

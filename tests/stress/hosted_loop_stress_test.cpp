@@ -39,8 +39,7 @@ struct Entry {
 class LedgerTask {
  public:
   LedgerTask(Entry* entry, const std::thread::id* host) : entry_(entry), host_(host) {}
-  LedgerTask(LedgerTask&& other) noexcept
-      : entry_(std::exchange(other.entry_, nullptr)), host_(other.host_) {}
+  LedgerTask(LedgerTask&& other) noexcept : entry_(std::exchange(other.entry_, nullptr)), host_(other.host_) {}
   LedgerTask(const LedgerTask&) = delete;
   LedgerTask& operator=(const LedgerTask&) = delete;
   LedgerTask& operator=(LedgerTask&&) = delete;
@@ -158,7 +157,8 @@ void flood_while_stopping(xthread_test::LoopDriver driver, const char* scenario)
     // The host has returned: every task is settled before the loop is even destroyed.
     for (int k = 0; k < kWork; ++k) {
       const int ran = ledger[k].ran.load();
-      ASSERT_EQ(ledger[k].destroyed.load(), 1) << "task " << k << " (accepted " << int{accepted[k]} << ", ran " << ran << ")";
+      ASSERT_EQ(ledger[k].destroyed.load(), 1)
+          << "task " << k << " (accepted " << int{accepted[k]} << ", ran " << ran << ")";
       ASSERT_LE(ran, accepted[k]) << "task " << k << " ran " << ran << " times";
       ASSERT_EQ(ledger[k].off_host.load(), 0) << "task " << k << " ran off the host thread";
       if (!accepted[k]) ++totals.refused;
@@ -190,9 +190,8 @@ TEST(HostedLoopStress, StopRacingAPollingHostLeavesTheFdReadable) {
   xthread_test::PollingHost host("stress-poller");
   std::minstd_rand random(23);
   std::uint64_t not_readable = 0;
-  const std::uint64_t rounds =
-      xthread_stress::run_rounds("polling host vs stop", xthread_stress::Limits::scaled(20'000), watchdog,
-                                 [&](std::uint64_t round) {
+  const std::uint64_t rounds = xthread_stress::run_rounds(
+      "polling host vs stop", xthread_stress::Limits::scaled(20'000), watchdog, [&](std::uint64_t round) {
     xthread::EventLoop loop;
     const int fd = loop.wakeup_fd();
     std::atomic<int> ran{0};

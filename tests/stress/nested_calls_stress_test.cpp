@@ -85,7 +85,8 @@ TEST(NestedCallsStress, RandomChainsAcrossThreeLoopsNeverHang) {
     doomed[i]->abort();
   }
   Outcomes outcomes;
-  xthread_stress::run_rounds("nested cross-loop chains", xthread_stress::Limits::scaled(2'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("nested cross-loop chains", xthread_stress::Limits::scaled(2'000), watchdog,
+                             [&](std::uint64_t round) {
     caller_round(round, 17, outcomes, [&hops](std::minstd_rand& random, int depth) {
       return hops[random() % kLoops]->call_sync(depth, static_cast<unsigned>(random()));
     });
@@ -122,12 +123,14 @@ TEST(NestedCallsStress, RandomChainsThroughSyncWaitNeverHang) {
     });
   }
   Outcomes outcomes;
-  xthread_stress::run_rounds("chains through sync_wait", xthread_stress::Limits::scaled(2'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("chains through sync_wait", xthread_stress::Limits::scaled(2'000), watchdog,
+                             [&](std::uint64_t round) {
     caller_round(round, 31, outcomes, [&hops](std::minstd_rand& random, int depth) {
       Hop& first = *hops[random() % kLoops];
       const auto path = static_cast<unsigned>(random());
       // Half the outer calls start inside a sync_wait on the plain caller thread as well.
-      return random() % 2 == 0 ? first.call_sync(depth, path) : xthread::sync_wait(call_sync_in_task(first, depth, path));
+      return random() % 2 == 0 ? first.call_sync(depth, path)
+                               : xthread::sync_wait(call_sync_in_task(first, depth, path));
     });
   });
   EXPECT_EQ(outcomes.wrong.load(), 0u);

@@ -45,7 +45,8 @@ class LoopHold {
 /// An EventLoop with options, run on its own thread until destruction.
 class OwnLoopThread {
  public:
-  explicit OwnLoopThread(xthread::EventLoop::Options options) : loop_(std::move(options)), thread_([this] { loop_.run(); }) {}
+  explicit OwnLoopThread(xthread::EventLoop::Options options)
+      : loop_(std::move(options)), thread_([this] { loop_.run(); }) {}
   ~OwnLoopThread() {
     loop_.stop();
     thread_.join();
@@ -105,7 +106,8 @@ TEST(PriorityOrderStress, FloodsRunInPriorityOrderAndFifoWithinAPriority) {
     int producer;
     int sequence;
   };
-  xthread_stress::run_rounds("priority floods", xthread_stress::Limits::scaled(3'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("priority floods", xthread_stress::Limits::scaled(3'000), watchdog,
+                             [&](std::uint64_t round) {
     std::vector<Record> order;  // loop thread only
     std::atomic<int> recorded{0};
     order.reserve(kProducers * kPerProducer + 8);
@@ -116,8 +118,7 @@ TEST(PriorityOrderStress, FloodsRunInPriorityOrderAndFifoWithinAPriority) {
       timers.push_back(worker.loop().post_after(0ns, [&order, &recorded, level] {
         order.push_back({level, -1, 0});
         recorded.fetch_add(1);
-      },
-                                                static_cast<xthread::Priority>(level)));
+      }, static_cast<xthread::Priority>(level)));
     }
     std::vector<std::thread> producers;
     for (int p = 0; p < kProducers; ++p) {
@@ -128,8 +129,7 @@ TEST(PriorityOrderStress, FloodsRunInPriorityOrderAndFifoWithinAPriority) {
           ASSERT_TRUE(worker.loop().post([&order, &recorded, level, p, i] {
             order.push_back({level, p, i});
             recorded.fetch_add(1);
-          },
-                                         static_cast<xthread::Priority>(level)));
+          }, static_cast<xthread::Priority>(level)));
         }
       });
     }
@@ -168,7 +168,8 @@ TEST(PriorityOrderStress, TheAntiStarvationRuleGivesExactlyItsDocumentedOrder) {
     int producer;
     int sequence;
   };
-  xthread_stress::run_rounds("starvation guard floods", xthread_stress::Limits::scaled(1'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("starvation guard floods", xthread_stress::Limits::scaled(1'000), watchdog,
+                             [&](std::uint64_t round) {
     const unsigned limit = 1 + static_cast<unsigned>(round % 6);
     OwnLoopThread worker{xthread::EventLoop::Options{.starvation_limit = limit}};
     std::vector<Record> order;  // loop thread only
@@ -227,8 +228,10 @@ TEST(PriorityOrderStress, AtFrontCallsOvertakeTheirPriorityUnderFloods) {
   };
   std::vector<Record> order;  // loop thread only (and this thread after each round's last call)
   xthread::ThreadSafeFunction<void(bool, int, int)> record{
-      worker.loop(), [&order](bool front, int producer, int sequence) { order.push_back({front, producer, sequence}); }};
-  xthread_stress::run_rounds("at_front floods", xthread_stress::Limits::scaled(2'000), watchdog, [&](std::uint64_t round) {
+      worker.loop(),
+      [&order](bool front, int producer, int sequence) { order.push_back({front, producer, sequence}); }};
+  xthread_stress::run_rounds("at_front floods", xthread_stress::Limits::scaled(2'000), watchdog,
+                             [&](std::uint64_t round) {
     order.clear();
     LoopHold hold(worker.loop());
     std::vector<std::thread> producers;
@@ -238,8 +241,8 @@ TEST(PriorityOrderStress, AtFrontCallsOvertakeTheirPriorityUnderFloods) {
         std::minstd_rand random(static_cast<unsigned>(round * kProducers + p + 1));
         for (int i = 0; i < kPerProducer; ++i) {
           const bool front = random() % 4 == 0;
-          futures[p].push_back(record.call_with(xthread::CallOptions{.priority = xthread::Priority::normal, .at_front = front},
-                                                front, p, i));
+          futures[p].push_back(record.call_with(
+              xthread::CallOptions{.priority = xthread::Priority::normal, .at_front = front}, front, p, i));
         }
       });
     }

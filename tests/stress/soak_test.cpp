@@ -25,11 +25,12 @@ void mixed_round(std::minstd_rand& random) {
   auto worker = std::make_unique<xthread::LoopThread>("soak-loop");
   xthread::EventLoop& loop = worker->loop();
   xthread::Timer ahead = loop.post_after(1h, [] {});
-  xthread::ThreadSafeFunction<std::string(std::string)> echo{loop, [](std::string s) { return s; },
-                                                              {.max_queue = 1 + random() % 8}};
+  xthread::ThreadSafeFunction<std::string(std::string)> echo{
+      loop, [](std::string s) { return s; }, {.max_queue = 1 + random() % 8}};
   std::vector<std::thread> producers;
   for (int p = 0; p < 3; ++p) {
-    const auto seed = static_cast<unsigned>(random() + static_cast<unsigned>(p));  // drawn here: `random` is this thread's
+    const auto seed =
+        static_cast<unsigned>(random() + static_cast<unsigned>(p));  // drawn here: `random` is this thread's
     producers.emplace_back([&, seed] {
       std::minstd_rand local(seed);
       for (int i = 0; i < 200; ++i) {

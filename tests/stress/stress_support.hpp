@@ -69,8 +69,7 @@ inline double stress_scale() {
   char* end = nullptr;
   errno = 0;
   const double seconds = std::strtod(text, &end);
-  if (end == text || *end != '\0' || errno == ERANGE || !std::isfinite(seconds) || seconds <= 0.0 ||
-      seconds > 1e6) {
+  if (end == text || *end != '\0' || errno == ERANGE || !std::isfinite(seconds) || seconds <= 0.0 || seconds > 1e6) {
     std::fprintf(stderr,
                  "xthread_stress: XTHREAD_STRESS_SECONDS='%s' is invalid: expected a positive number of "
                  "seconds per stress test (at most 1e6), e.g. 2 or 0.5\n",
@@ -192,7 +191,7 @@ inline std::string thread_name(pid_t tid) {
 inline void dump_stacks_with_signals() {
   std::fprintf(stderr, "xthread_stress: backtrace() of every thread (SIGUSR2 to each; names need -rdynamic)\n");
   sem_init(&dump_done, 0, 0);
-  struct sigaction action {};
+  struct sigaction action{};
   action.sa_handler = backtrace_signal_handler;
   sigemptyset(&action.sa_mask);
   action.sa_flags = SA_RESTART;
@@ -244,9 +243,8 @@ inline bool dump_stacks_with_gdb() {
   prctl(PR_SET_PTRACER, PR_SET_PTRACER_ANY, 0, 0, 0);
   std::fprintf(stderr, "xthread_stress: stacks of every thread, from gdb\n");
   const std::string pid = std::to_string(getpid());
-  std::vector<std::string> arguments = {"timeout", "--signal=KILL", "60", "gdb", "-batch", "-nx",
-                                        "-iex", "set debuginfod enabled off", "-p", pid,
-                                        "-ex", "thread apply all bt",
+  std::vector<std::string> arguments = {"timeout", "--signal=KILL", "60", "gdb", "-batch", "-nx", "-iex",
+                                        "set debuginfod enabled off", "-p", pid, "-ex", "thread apply all bt",
                                         // Last, so gdb's exit status says whether it attached at all.
                                         "-ex", "detach"};
   std::vector<char*> argv;
@@ -272,8 +270,7 @@ inline bool dump_stacks_with_gdb() {
   if (waited == child && WIFEXITED(status))
     std::fprintf(stderr, "xthread_stress: gdb failed (exit status %d%s)\n", WEXITSTATUS(status),
                  WEXITSTATUS(status) == 127 ? ": not installed?" : "");
-  else
-    std::fprintf(stderr, "xthread_stress: gdb did not finish (killed after 60 s?)\n");
+  else std::fprintf(stderr, "xthread_stress: gdb did not finish (killed after 60 s?)\n");
   return false;
 }
 
@@ -377,9 +374,9 @@ class Watchdog {
 
   std::mutex mutex_;
   std::condition_variable wake_;
-  std::string scenario_;            // guarded by mutex_
-  std::uint64_t generation_ = 0;    // guarded by mutex_; bumped by set_scenario()
-  bool stopping_ = false;           // guarded by mutex_
+  std::string scenario_;  // guarded by mutex_
+  std::uint64_t generation_ = 0;  // guarded by mutex_; bumped by set_scenario()
+  bool stopping_ = false;  // guarded by mutex_
   std::atomic<std::uint64_t> iteration_{0};
   const std::chrono::milliseconds stall_timeout_;
   const bool use_gdb_;

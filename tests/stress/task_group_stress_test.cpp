@@ -75,5 +75,6 @@ TEST(TaskGroupStress, ShutdownDropAgainstRunningGroupTasksSettlesEachTaskExactly
     group.reset();
     pool.reset();
   });
-  std::printf("[stress] task group drop: %llu tasks settled by drops\n", static_cast<unsigned long long>(settled_by_drop));
+  std::printf("[stress] task group drop: %llu tasks settled by drops\n",
+              static_cast<unsigned long long>(settled_by_drop));
 }

@@ -25,8 +25,8 @@ TEST(ThreadPoolStress, ExactlyOnceLedgerUnderResizePauseAndShutdownStorms) {
   std::minstd_rand random(9);
   std::uint64_t drains = 0;
   std::uint64_t drops = 0;
-  xthread_stress::run_rounds("pool ledger under resize/pause/shutdown storms", xthread_stress::Limits::scaled(2'000), watchdog,
-                             [&](std::uint64_t round) {
+  xthread_stress::run_rounds("pool ledger under resize/pause/shutdown storms", xthread_stress::Limits::scaled(2'000),
+                             watchdog, [&](std::uint64_t round) {
     auto pool = std::make_unique<xthread::ThreadPool>(1 + random() % 4);
     std::vector<std::atomic<int>> ledger(kProducers * kPerProducer);
     std::vector<std::atomic<bool>> accepted(ledger.size());
@@ -95,7 +95,8 @@ TEST(ThreadPoolStress, NoTaskStartsAfterPauseReturns) {
   std::atomic<std::uint64_t> started{0};
   std::atomic<std::uint64_t> violations{0};
   std::atomic<bool> paused_flag{false};
-  xthread_stress::run_rounds("pool pause exactness", xthread_stress::Limits::scaled(20'000), watchdog, [&](std::uint64_t) {
+  xthread_stress::run_rounds("pool pause exactness", xthread_stress::Limits::scaled(20'000), watchdog,
+                             [&](std::uint64_t) {
     for (int i = 0; i < 64; ++i) {
       (void)pool.post([&] {
         // A task may only enter its body while pause() has not returned, or just after (it had been
@@ -119,14 +120,16 @@ TEST(ThreadPoolStress, NoTaskStartsAfterPauseReturns) {
 TEST(ThreadPoolStress, TaskGroupCancelAgainstWorkers) {
   xthread_stress::Watchdog watchdog("task group cancel");
   xthread::ThreadPool pool{3};
-  xthread_stress::run_rounds("task group cancel vs workers", xthread_stress::Limits::scaled(5'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("task group cancel vs workers", xthread_stress::Limits::scaled(5'000), watchdog,
+                             [&](std::uint64_t round) {
     xthread::TaskGroup group{pool};
     std::atomic<int> ran{0};
     std::vector<xthread::Future<int>> futures;
-    for (int i = 0; i < 40; ++i) futures.push_back(group.submit([&ran, i] {
-      ran.fetch_add(1);
-      return i;
-    }));
+    for (int i = 0; i < 40; ++i)
+      futures.push_back(group.submit([&ran, i] {
+        ran.fetch_add(1);
+        return i;
+      }));
     const std::size_t cancelled = group.cancel();
     group.wait();
     int values = 0;
@@ -153,7 +156,10 @@ class ShutDownAgainWhenDropped {
                            std::atomic<std::size_t>& again) noexcept
       : pool_(&pool), mode_(mode), dropped_(&dropped), again_(&again) {}
   ShutDownAgainWhenDropped(ShutDownAgainWhenDropped&& other) noexcept
-      : pool_(std::exchange(other.pool_, nullptr)), mode_(other.mode_), dropped_(other.dropped_), again_(other.again_) {}
+      : pool_(std::exchange(other.pool_, nullptr)),
+        mode_(other.mode_),
+        dropped_(other.dropped_),
+        again_(other.again_) {}
   ShutDownAgainWhenDropped& operator=(ShutDownAgainWhenDropped&&) = delete;
   ~ShutDownAgainWhenDropped() {
     if (pool_ == nullptr) return;
@@ -178,8 +184,8 @@ TEST(ThreadPoolStress, ConcurrentAndReentrantShutdownsSettleEveryTaskOnce) {
   constexpr std::size_t kTasks = 200;
   xthread_stress::Watchdog watchdog("pool concurrent shutdowns");
   std::uint64_t dropped_total = 0;
-  xthread_stress::run_rounds("pool: concurrent and reentrant shutdowns", xthread_stress::Limits::scaled(8'000), watchdog,
-                             [&](std::uint64_t round) {
+  xthread_stress::run_rounds("pool: concurrent and reentrant shutdowns", xthread_stress::Limits::scaled(8'000),
+                             watchdog, [&](std::uint64_t round) {
     const std::size_t threads = 1 + round % 3;
     std::atomic<std::size_t> stopped{0};
     auto pool = std::make_unique<xthread::ThreadPool>(xthread::ThreadPool::Options{
@@ -209,7 +215,8 @@ TEST(ThreadPoolStress, ConcurrentAndReentrantShutdownsSettleEveryTaskOnce) {
     }
     go.arrive_and_wait();
     for (auto& closer : closers) closer.join();
-    ASSERT_TRUE(joined_when_returned[0] && joined_when_returned[1]) << "a shutdown returned before the workers were joined, round " << round;
+    ASSERT_TRUE(joined_when_returned[0] && joined_when_returned[1])
+        << "a shutdown returned before the workers were joined, round " << round;
     ASSERT_EQ(again.load(), 0u) << "a reentrant shutdown did not return 0, round " << round;
     ASSERT_EQ(ran.load() + dropped.load(), kTasks) << "round " << round;
     ASSERT_EQ(counted[0] + counted[1], dropped.load()) << "drop's count is not the dropped tasks, round " << round;
@@ -219,5 +226,6 @@ TEST(ThreadPoolStress, ConcurrentAndReentrantShutdownsSettleEveryTaskOnce) {
     dropped_total += dropped.load();
     pool.reset();
   });
-  std::printf("[stress] pool concurrent shutdowns: %llu tasks dropped\n", static_cast<unsigned long long>(dropped_total));
+  std::printf("[stress] pool concurrent shutdowns: %llu tasks dropped\n",
+              static_cast<unsigned long long>(dropped_total));
 }

@@ -84,7 +84,8 @@ void hammer_close_path(Closer closer, const char* scenario) {
 
   std::unique_ptr<xthread::LoopThread> loop;
   std::minstd_rand random(42);
-  const auto rounds = xthread_stress::run_rounds(scenario, xthread_stress::Limits::scaled(50'000), watchdog, [&](std::uint64_t round) {
+  const auto rounds =
+      xthread_stress::run_rounds(scenario, xthread_stress::Limits::scaled(50'000), watchdog, [&](std::uint64_t round) {
     const std::size_t max_queue = 1 + round % 4;
     if (!loop || closer == Closer::stop_loop || closer == Closer::destroy_loop) {
       loop = std::make_unique<xthread::LoopThread>("stress-loop");
@@ -142,18 +143,24 @@ void hammer_close_path(Closer closer, const char* scenario) {
   for (auto& producer : producers) producer.join();
   EXPECT_EQ(wrong.load(), 0u);
   EXPECT_GT(rounds, 0u);
-  std::printf("[stress] %s: %llu values, %llu ClosedError\n", scenario,
-              static_cast<unsigned long long>(values.load()), static_cast<unsigned long long>(closed.load()));
+  std::printf("[stress] %s: %llu values, %llu ClosedError\n", scenario, static_cast<unsigned long long>(values.load()),
+              static_cast<unsigned long long>(closed.load()));
 }
 
 }  // namespace
 
-TEST(ThreadSafeFunctionClosingStress, AbortAgainstBlockedProducers) { hammer_close_path(Closer::abort, "tsfn close: abort"); }
-TEST(ThreadSafeFunctionClosingStress, ReleaseAgainstBlockedProducers) { hammer_close_path(Closer::release, "tsfn close: release"); }
+TEST(ThreadSafeFunctionClosingStress, AbortAgainstBlockedProducers) {
+  hammer_close_path(Closer::abort, "tsfn close: abort");
+}
+TEST(ThreadSafeFunctionClosingStress, ReleaseAgainstBlockedProducers) {
+  hammer_close_path(Closer::release, "tsfn close: release");
+}
 TEST(ThreadSafeFunctionClosingStress, ReleaseFromInsideTheCallee) {
   hammer_close_path(Closer::release_in_callee, "tsfn close: release in callee");
 }
-TEST(ThreadSafeFunctionClosingStress, LoopStopAgainstProducers) { hammer_close_path(Closer::stop_loop, "tsfn close: loop stop"); }
+TEST(ThreadSafeFunctionClosingStress, LoopStopAgainstProducers) {
+  hammer_close_path(Closer::stop_loop, "tsfn close: loop stop");
+}
 TEST(ThreadSafeFunctionClosingStress, LoopDestructionAgainstProducers) {
   hammer_close_path(Closer::destroy_loop, "tsfn close: loop destruction");
 }

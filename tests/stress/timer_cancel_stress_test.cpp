@@ -35,15 +35,17 @@ TEST(TimerCancelStress, NoCallbackStartsAfterCancelReturned) {
   std::atomic<std::uint64_t> late_starts{0};
   std::atomic<std::uint64_t> fired{0};
   std::minstd_rand random(7);
-  xthread_stress::run_rounds("timer cancel vs fire", xthread_stress::Limits::scaled(200'000), watchdog, [&](std::uint64_t round) {
+  xthread_stress::run_rounds("timer cancel vs fire", xthread_stress::Limits::scaled(200'000), watchdog,
+                             [&](std::uint64_t round) {
     auto shot = std::make_shared<Shot>();
     const auto delay = std::chrono::microseconds(random() % 30);
     auto callback = [shot, &late_starts, &fired] {
       if (shot->cancel_returned.load(std::memory_order_acquire)) late_starts.fetch_add(1);
       fired.fetch_add(1, std::memory_order_relaxed);
     };
-    xthread::Timer timer = round % 2 == 0 ? worker.loop().post_after(delay, callback)
-                                          : worker.loop().post_every(std::chrono::microseconds(1 + random() % 20), callback);
+    xthread::Timer timer = round % 2 == 0
+                               ? worker.loop().post_after(delay, callback)
+                               : worker.loop().post_every(std::chrono::microseconds(1 + random() % 20), callback);
     spin_for(std::chrono::microseconds(random() % 40));
     // true: no run was in progress and none may start from now on, so a callback that sees the flag
     // started after cancel() returned. (false: a run may be finishing, which the contract allows.)
@@ -59,7 +61,8 @@ TEST(TimerCancelStress, CancelAgainstStopAndDestruction) {
   xthread_stress::Watchdog watchdog("timer cancel vs stop");
   std::minstd_rand random(11);
   std::atomic<std::uint64_t> late_starts{0};
-  xthread_stress::run_rounds("timer cancel vs stop", xthread_stress::Limits::scaled(5'000), watchdog, [&](std::uint64_t) {
+  xthread_stress::run_rounds("timer cancel vs stop", xthread_stress::Limits::scaled(5'000), watchdog,
+                             [&](std::uint64_t) {
     auto worker = std::make_unique<xthread::LoopThread>("stress-stop");
     std::vector<xthread::Timer> timers;
     auto shot = std::make_shared<Shot>();
@@ -91,11 +94,11 @@ TEST(TimerCancelStress, CancelledTimeoutsDoNotAccumulateBehindALiveTimer) {
   auto payload = std::make_shared<int>(0);
   xthread_stress::run_rounds("cancelled 30 s timeouts (x1000 per round)", xthread_stress::Limits::scaled(300), watchdog,
                              [&](std::uint64_t) {
-                               for (int i = 0; i < 1000; ++i) {
-                                 xthread::Timer timeout = worker.loop().post_after(30s, [payload, padding = std::array<char, 128>{}] {});
-                                 timeout.cancel();
-                               }
-                             });
+    for (int i = 0; i < 1000; ++i) {
+      xthread::Timer timeout = worker.loop().post_after(30s, [payload, padding = std::array<char, 128>{}] {});
+      timeout.cancel();
+    }
+  });
   // Every cancellation was queued before this task: once it has run, no capture is left.
   std::promise<long> captures_left;
   ASSERT_TRUE(worker.loop().post([&] { captures_left.set_value(payload.use_count() - 1); }));

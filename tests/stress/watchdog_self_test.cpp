@@ -67,8 +67,7 @@ int limits_child() {
   const xthread_stress::Limits limits = xthread_stress::Limits::scaled(1000);
   std::printf("scale=%.3f budget_ms=%lld iterations=%llu max_time_ms=%lld\n", xthread_stress::stress_scale(),
               static_cast<long long>(xthread_stress::time_budget().count()),
-              static_cast<unsigned long long>(limits.max_iterations),
-              static_cast<long long>(limits.max_time.count()));
+              static_cast<unsigned long long>(limits.max_iterations), static_cast<long long>(limits.max_time.count()));
   return 0;
 }
 
@@ -231,9 +230,8 @@ TEST(WatchdogSelfTest, HealthyRunRoundsWithProgressOutlivesTheStallTimeout) {
   bool in_order = true;
   testing::internal::CaptureStdout();
   const xthread_stress::Limits limits{std::numeric_limits<std::uint64_t>::max(), std::chrono::milliseconds{1500}};
-  const std::uint64_t rounds = xthread_stress::run_rounds("healthy by time", limits, watchdog, [&](std::uint64_t round) {
-    in_order = in_order && round == expected++;
-  });
+  const std::uint64_t rounds = xthread_stress::run_rounds(
+      "healthy by time", limits, watchdog, [&](std::uint64_t round) { in_order = in_order && round == expected++; });
   const std::string printed = testing::internal::GetCapturedStdout();
   std::fputs(printed.c_str(), stdout);  // shown again, as a stress test's log shows it
   EXPECT_TRUE(in_order);
@@ -249,9 +247,9 @@ TEST(WatchdogSelfTest, RunRoundsStopsAtTheIterationLimit) {
   xthread_stress::Watchdog watchdog("iterations");
   std::uint64_t calls = 0;
   testing::internal::CaptureStdout();
-  const std::uint64_t rounds = xthread_stress::run_rounds(
-      "healthy by count", xthread_stress::Limits{1000, std::chrono::seconds{60}}, watchdog,
-      [&](std::uint64_t) { ++calls; });
+  const std::uint64_t rounds =
+      xthread_stress::run_rounds("healthy by count", xthread_stress::Limits{1000, std::chrono::seconds{60}}, watchdog,
+                                 [&](std::uint64_t) { ++calls; });
   const std::string printed = testing::internal::GetCapturedStdout();
   std::fputs(printed.c_str(), stdout);  // shown again, as a stress test's log shows it
   EXPECT_EQ(rounds, 1000u);

@@ -87,7 +87,8 @@ std::chrono::nanoseconds parse_duration(std::string_view text) {
   std::chrono::nanoseconds value{};
   const std::string why = duration_error(text, &value);
   if (!why.empty()) {
-    throw UsageError("invalid duration " + in_quotes(text) + ": " + why + " (expected e.g. 0, 100ns, 100us, 1.5ms, 2s)");
+    throw UsageError("invalid duration " + in_quotes(text) + ": " + why +
+                     " (expected e.g. 0, 100ns, 100us, 1.5ms, 2s)");
   }
   return value;
 }
@@ -142,7 +143,9 @@ std::string duration_text(std::chrono::nanoseconds d) {
 
 namespace {
 
-std::string count_range(std::uint64_t min, std::uint64_t max) { return std::to_string(min) + ".." + std::to_string(max); }
+std::string count_range(std::uint64_t min, std::uint64_t max) {
+  return std::to_string(min) + ".." + std::to_string(max);
+}
 
 std::string duration_range(std::chrono::nanoseconds min, std::chrono::nanoseconds max) {
   return duration_text(min) + ".." + duration_text(max);
@@ -203,16 +206,14 @@ std::vector<std::chrono::nanoseconds> parse_duration_list_in(std::string_view te
 }
 
 CLI::Validator checked_by(std::string range, std::function<void(const std::string&)> parse) {
-  return CLI::Validator(
-      [parse = std::move(parse)](std::string& value) -> std::string {
-        try {
-          parse(value);
-        } catch (const UsageError& e) {
-          return e.what();
-        }
-        return std::string();
-      },
-      std::move(range));
+  return CLI::Validator([parse = std::move(parse)](std::string& value) -> std::string {
+    try {
+      parse(value);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return std::string();
+  }, std::move(range));
 }
 
 CLI::Validator count_in(std::uint64_t min, std::uint64_t max) {

@@ -54,39 +54,31 @@ Summary ping_pong(std::size_t round_trips, WaitUntil wait_until, Publish publish
 Floors measure_floors(std::size_t round_trips) {
   Floors floors;
   const bool single_cpu = std::thread::hardware_concurrency() < 2;
-  floors.spin_roundtrip_ns = ping_pong(
-      round_trips,
-      [single_cpu](std::atomic<int>& turn, int value) {
-        while (turn.load(std::memory_order_acquire) != value) {
-          if (single_cpu) std::this_thread::yield(); else cpu_relax();
-        }
-      },
-      [](std::atomic<int>& turn, int value) { turn.store(value, std::memory_order_release); });
-  floors.futex_roundtrip_ns = ping_pong(
-      round_trips,
-      [](std::atomic<int>& turn, int value) {
-        for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
-          turn.wait(seen, std::memory_order_acquire);
-        }
-      },
-      [](std::atomic<int>& turn, int value) {
-        turn.store(value, std::memory_order_release);
-        turn.notify_one();
-      });
+  floors.spin_roundtrip_ns = ping_pong(round_trips, [single_cpu](std::atomic<int>& turn, int value) {
+    while (turn.load(std::memory_order_acquire) != value) {
+      if (single_cpu) std::this_thread::yield();
+      else cpu_relax();
+    }
+  }, [](std::atomic<int>& turn, int value) { turn.store(value, std::memory_order_release); });
+  floors.futex_roundtrip_ns = ping_pong(round_trips, [](std::atomic<int>& turn, int value) {
+    for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
+      turn.wait(seen, std::memory_order_acquire);
+    }
+  }, [](std::atomic<int>& turn, int value) {
+    turn.store(value, std::memory_order_release);
+    turn.notify_one();
+  });
   // std::atomic<int> is a plain int with the same address and no padding on Linux (static_assert'ed
   // below), so the futex word is the atomic's own storage.
   static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
-  floors.sleep_roundtrip_ns = ping_pong(
-      round_trips,
-      [](std::atomic<int>& turn, int value) {
-        for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
-          ::syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
-        }
-      },
-      [](std::atomic<int>& turn, int value) {
-        turn.store(value, std::memory_order_release);
-        ::syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
-      });
+  floors.sleep_roundtrip_ns = ping_pong(round_trips, [](std::atomic<int>& turn, int value) {
+    for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
+      ::syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+    }
+  }, [](std::atomic<int>& turn, int value) {
+    turn.store(value, std::memory_order_release);
+    ::syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  });
   return floors;
 }
 

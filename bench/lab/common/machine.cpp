@@ -56,9 +56,9 @@ MachineInfo machine_info() {
 }
 
 void to_json(nlohmann::json& out, const MachineInfo& info) {
-  out = nlohmann::json{{"cpus", info.cpus},         {"cpu_model", info.cpu_model},
-                       {"kernel", info.kernel},     {"compiler", info.compiler},
-                       {"build_type", info.build_type}, {"timestamp_utc", info.timestamp_utc}};
+  out = nlohmann::json{
+      {"cpus", info.cpus},         {"cpu_model", info.cpu_model},   {"kernel", info.kernel},
+      {"compiler", info.compiler}, {"build_type", info.build_type}, {"timestamp_utc", info.timestamp_utc}};
 }
 
 }  // namespace xthread_lab

@@ -68,7 +68,7 @@ Summary scaled(const Summary& s, double factor) {
 }
 
 void to_json(nlohmann::json& out, const Summary& s) {
-  out = nlohmann::json{{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99},
+  out = nlohmann::json{{"mean", s.mean}, {"p50", s.p50}, {"p90", s.p90},    {"p99", s.p99},
                        {"min", s.min},   {"max", s.max}, {"count", s.count}};
 }
 

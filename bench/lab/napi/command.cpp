@@ -45,7 +45,6 @@ struct EnvironmentError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-
 // Implementation names of the Node-API points (napi/lab/xcall.mjs --impl bridge,raw).
 constexpr const char* kBridgeImpl = "node-api";
 constexpr const char* kRawImpl = "node-api-raw";
@@ -66,22 +65,23 @@ static_assert(kMaxWork.count() <= kNapiMaxWorkNs && kMaxCalls <= kNapiMaxCount &
 XcallOptions napi_options(const NapiFlags& flags) {
   // The command line rejects these already (not_available); kept for callers that fill NapiFlags directly.
   if (!flags.gap.empty()) throw UsageError(std::string("--gap: not available in napi: ") + kGapNotAvailable);
-  if (!flags.load_fib.empty()) throw UsageError(std::string("--load-fib: not available in napi: ") + kLoadFibNotAvailable);
+  if (!flags.load_fib.empty())
+    throw UsageError(std::string("--load-fib: not available in napi: ") + kLoadFibNotAvailable);
   return xcall_options_from_flags(flags, kNapiLimits);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Environment
 
-
 NodeSetup resolve_environment(const NapiFlags& flags) {
   NodeSetup s;
   const std::string node_name = flags.node.empty() ? "node" : flags.node;
   const auto node = find_node(node_name);
   if (!node) {
-    throw EnvironmentError(flags.node.empty()
-                               ? "napi: Node.js not found: no executable 'node' in PATH (install Node.js or pass --node PATH)"
-                               : "napi: --node " + flags.node + " is not an executable file");
+    throw EnvironmentError(
+        flags.node.empty()
+            ? "napi: Node.js not found: no executable 'node' in PATH (install Node.js or pass --node PATH)"
+            : "napi: --node " + flags.node + " is not an executable file");
   }
   s.node = *node;
   s.addon = flags.addon.empty() ? default_napi_addon() : fs::absolute(flags.addon);
@@ -125,7 +125,6 @@ LoadInfo load_info_from_json(const nlohmann::json& in) {
   return l;
 }
 
-
 NodeHalf run_node_half(const XcallOptions& options, const NodeSetup& setup, Progress& progress, bool quiet) {
   NodeHalf half;
   const auto invocations = plan_node_invocations(options);
@@ -137,7 +136,8 @@ NodeHalf run_node_half(const XcallOptions& options, const NodeSetup& setup, Prog
     const fs::path json_path = tmp.path() / ("node-" + std::to_string(i) + ".json");
     std::vector<std::string> argv = {setup.node.string(), setup.script.string()};
     argv.insert(argv.end(), args.begin(), args.end());
-    for (const std::string& a : {std::string("--addon"), setup.addon.string(), std::string("--json"), json_path.string()}) {
+    for (const std::string& a :
+         {std::string("--addon"), setup.addon.string(), std::string("--json"), json_path.string()}) {
       argv.push_back(a);
     }
     const std::string status = "napi: Node-API run " + std::to_string(i + 1) + "/" +
@@ -166,7 +166,8 @@ NodeHalf run_node_half(const XcallOptions& options, const NodeSetup& setup, Prog
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(read_file(json_path));
-      if (doc.value("schema", "") != kXcallSchema) throw std::runtime_error("schema is not " + std::string(kXcallSchema));
+      if (doc.value("schema", "") != kXcallSchema)
+        throw std::runtime_error("schema is not " + std::string(kXcallSchema));
       for (auto& p : read_xcall_points(doc)) {
         if (p.implementation == kBridgeImpl) half.points.push_back(std::move(p));
         else if (p.implementation == kRawImpl) half.raw_points.push_back(std::move(p));
@@ -289,15 +290,17 @@ std::vector<std::string> node_arguments(const XcallOptions& options, const NodeI
   for (LoadLevel l : inv.loads) loads.emplace_back(load_name(l));
   for (std::uint64_t p : inv.payloads) payloads.push_back(std::to_string(p));
   for (auto w : options.works) works.push_back(std::to_string(w.count()) + "ns");
-  std::vector<std::string> args = {"--impl",   "bridge,raw",
-                                   "--case",   join(cases, ","),  "--load",    join(loads, ","),
-                                   "--payload", join(payloads, ","), "--work",   join(works, ","),
-                                   "--calls",  std::to_string(inv.calls), "--warmup", std::to_string(options.warmup),
-                                   "--seed",   std::to_string(options.seed)};
+  std::vector<std::string> args = {"--impl",    "bridge,raw",
+                                   "--case",    join(cases, ","),
+                                   "--load",    join(loads, ","),
+                                   "--payload", join(payloads, ","),
+                                   "--work",    join(works, ","),
+                                   "--calls",   std::to_string(inv.calls),
+                                   "--warmup",  std::to_string(options.warmup),
+                                   "--seed",    std::to_string(options.seed)};
   if (options.hot) args.push_back("--hot");
   return args;
 }
-
 
 fs::path default_napi_addon() { return (executable_dir() / XTHREAD_LAB_NAPI_ADDON_RELATIVE).lexically_normal(); }
 
@@ -345,12 +348,14 @@ void register_napi_command(CLI::App& app, CommandResult& result) {
   sub->add_option("--node", flags->node, "the node executable (default: node from PATH)")
       ->type_name("PATH")
       ->check(non_empty());
-  sub->add_option("--addon", flags->addon, "the xthread_napi.node to load (default: " + default_napi_addon().string() + ")")
+  sub->add_option("--addon", flags->addon,
+                  "the xthread_napi.node to load (default: " + default_napi_addon().string() + ")")
       ->type_name("PATH")
       ->check(non_empty());
-  add_output_flags(*sub, flags->format, flags->out, flags->quiet,
-                   "directory for results.json (both implementations, raw samples), results.csv, report.txt, PNG charts",
-                   "no progress line, and node's own stderr only when it fails");
+  add_output_flags(
+      *sub, flags->format, flags->out, flags->quiet,
+      "directory for results.json (both implementations, raw samples), results.csv, report.txt, PNG charts",
+      "no progress line, and node's own stderr only when it fails");
   sub->callback([flags, &result] { run(*flags, result); });
 }
 

@@ -48,7 +48,6 @@ std::vector<NodeInvocation> plan_node_invocations(const XcallOptions& options);
 // The arguments after the script for one invocation (everything but --json and --addon).
 std::vector<std::string> node_arguments(const XcallOptions& options, const NodeInvocation& invocation);
 
-
 // Where the Node-API half looks by default, relative to the running xthread-bench (see bench/lab/CMakeLists.txt).
 std::filesystem::path default_napi_addon();   // <build>/napi/xthread_napi.node, found from <build>/bench/lab/
 std::filesystem::path default_napi_script();  // $XTHREAD_BENCH_NAPI_SCRIPT, else napi-lab/xcall.mjs beside the binary

@@ -28,7 +28,8 @@ std::vector<LoadCheck> check_loads(const std::vector<LoadInfo>& node, const std:
     if (n != nullptr) c.node_ms = n->load_ms;
     if (x != nullptr) c.xthread_ms = x->load_ms;
     c.target_ms = x != nullptr && x->target_ms > 0 ? x->target_ms : n != nullptr ? n->target_ms : 0;
-    if (n == nullptr || x == nullptr) c.problems.push_back(std::string(n == nullptr ? "Node-API" : "xthread") + " load not measured");
+    if (n == nullptr || x == nullptr)
+      c.problems.push_back(std::string(n == nullptr ? "Node-API" : "xthread") + " load not measured");
     if (n != nullptr && x != nullptr && n->target_ms != x->target_ms) {
       c.problems.push_back(format("targets differ (Node-API %.1f ms, xthread %.1f ms)", n->target_ms, x->target_ms));
     }
@@ -84,8 +85,7 @@ nlohmann::json render_json(const NapiReport& r) {
       {"load_check", load_check_json(check_loads(r.node.loads, r.xthread.loads))},
       {"points", points},
       {"reference", published_reference_json()},
-      {"run",
-       {{"wall_s", r.wall_s}, {"node-api", node_run}, {"xthread", run_json(r.xthread.wall_s, r.xthread.cpu)}}},
+      {"run", {{"wall_s", r.wall_s}, {"node-api", node_run}, {"xthread", run_json(r.xthread.wall_s, r.xthread.cpu)}}},
   };
 }
 
@@ -120,8 +120,9 @@ std::string render_table(const NapiReport& r) {
   const auto& c = r.xthread.config;
   auto gap = [](const nlohmann::json& g) {
     const auto hi = g.at(1).get<std::int64_t>();
-    return hi == 0 ? std::string("none") : hi % 1000000 == 0 ? format("0-%lld ms", static_cast<long long>(hi / 1000000))
-                                                              : format("0-%lld us", static_cast<long long>(hi / 1000));
+    return hi == 0             ? std::string("none")
+           : hi % 1000000 == 0 ? format("0-%lld ms", static_cast<long long>(hi / 1000000))
+                               : format("0-%lld us", static_cast<long long>(hi / 1000));
   };
   out << "calls   : " << c.at("calls_idle").get<std::size_t>() << " per idle point, "
       << c.at("calls_loaded").get<std::size_t>() << " per loaded point, " << c.at("warmup").get<std::size_t>()
@@ -161,6 +162,5 @@ std::string render_table(const NapiReport& r) {
   out << "OH source: " << study000_citation() << "\n";
   return out.str();
 }
-
 
 }  // namespace xthread_lab

@@ -37,7 +37,6 @@ struct NodeHalf {
   CpuTimes cpu;
 };
 
-
 // One `xthread-bench napi` run.
 struct NapiReport {
   NodeSetup setup;

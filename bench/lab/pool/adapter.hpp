@@ -50,14 +50,13 @@ struct ConceptProbeBody {
 };
 
 template <class A>
-concept PoolAdapter = std::is_constructible_v<A, std::size_t> &&
-                      requires(A& a, std::size_t n, ConceptProbeBody body) {
-                        { A::kName } -> std::convertible_to<std::string_view>;
-                        a.post(ConceptProbeTask{});
-                        { a.submit(ConceptProbeValueTask{}).get() } -> std::same_as<int>;
-                        a.bulk(n, body);
-                        a.drain();
-                      };
+concept PoolAdapter = std::is_constructible_v<A, std::size_t> && requires(A& a, std::size_t n, ConceptProbeBody body) {
+  { A::kName } -> std::convertible_to<std::string_view>;
+  a.post(ConceptProbeTask{});
+  { a.submit(ConceptProbeValueTask{}).get() } -> std::same_as<int>;
+  a.bulk(n, body);
+  a.drain();
+};
 
 // How every workload learns that its tasks ran, for every pool alike (printed by the lab and stored
 // in results.json as config.completion_method).

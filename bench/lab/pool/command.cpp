@@ -111,7 +111,8 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       ->type_name("DURATION")
       ->capture_default_str()
       ->check(duration_in(kMinBurst, kMaxBurst));
-  add_output_flags(*cmd, raw->format, raw->out, raw->quiet, "Directory for results.json, results.csv, report.txt and PNG charts",
+  add_output_flags(*cmd, raw->format, raw->out, raw->quiet,
+                   "Directory for results.json, results.csv, report.txt and PNG charts",
                    "No progress line on stderr (it is only shown on a terminal anyway)");
 
   cmd->callback([raw, &result] {

@@ -12,7 +12,6 @@
 namespace xthread_lab::pool {
 namespace {
 
-
 std::string all_workload_names() {
   std::vector<std::string> names;
   for (Workload w : kAllWorkloads) names.emplace_back(workload_name(w));
@@ -44,7 +43,8 @@ std::chrono::nanoseconds positive_duration(std::string_view what, std::string_vi
 constexpr std::size_t kMaxThreads = 1024;
 void check_threads(std::string_view what, std::size_t n) {
   if (n > kMaxThreads) {
-    throw UsageError(std::string(what) + " must be at most " + std::to_string(kMaxThreads) + ", got " + std::to_string(n));
+    throw UsageError(std::string(what) + " must be at most " + std::to_string(kMaxThreads) + ", got " +
+                     std::to_string(n));
   }
 }
 
@@ -88,7 +88,8 @@ Options parse_options(const RawOptions& raw) {
     if (item.empty()) throw UsageError("empty item in --pools " + in_quotes(raw.pools));
     const Peer* p = find_peer(item);
     if (p == nullptr) {
-      throw UsageError("unknown pool " + in_quotes(item) + " in --pools (expected all or a list of " + all_pool_names() + ")");
+      throw UsageError("unknown pool " + in_quotes(item) + " in --pools (expected all or a list of " +
+                       all_pool_names() + ")");
     }
     want_p[static_cast<std::size_t>(p - peers.data())] = true;
   }
@@ -157,28 +158,29 @@ PoolReport run_lab(const Options& options, Progress& progress) {
     workload_names.emplace_back(workload_name(w));
     ops[std::string(workload_name(w))] = tasks_for(w, params);
   }
-  report.config = {{"workloads", workload_names},
-                   {"pools", options.pools},
-                   {"runs", options.runs},
-                   {"threads", params.threads},
-                   {"workers", params.workers},
-                   {"tasks", params.eterfree_tasks},
-                   {"tasks_per_run", ops},
-                   {"window_ns", params.window.count()},
-                   {"producers", params.producers},
-                   {"idle_window_ns", params.idle_window.count()},
-                   {"oversubscribed", {{"workers", params.oversubscribed_workers},
-                                       {"producers", params.oversubscribed_producers}}},
-                   {"burst", {{"workers", params.burst_workers},
-                              {"short_tasks", params.burst_short_tasks},
-                              {"long_ns", params.burst_long.count()},
-                              {"short_ns", params.burst_short.count()},
-                              {"body", "sleep_for (see burst_task in bench/lab/pool/workloads.hpp)"}}},
-                   {"completion_method", kCompletionMethod},
-                   {"goal_min_runs", kGoalMinRuns},
-                   {"warm_up_tasks_per_thread", kWarmUpTasksPerThread},
-                   {"bulk_chunks_per_worker", kChunksPerWorker},
-                   {"order", "interleaved: for each workload, for each run, every pool in turn"}};
+  report.config = {
+      {"workloads", workload_names},
+      {"pools", options.pools},
+      {"runs", options.runs},
+      {"threads", params.threads},
+      {"workers", params.workers},
+      {"tasks", params.eterfree_tasks},
+      {"tasks_per_run", ops},
+      {"window_ns", params.window.count()},
+      {"producers", params.producers},
+      {"idle_window_ns", params.idle_window.count()},
+      {"oversubscribed", {{"workers", params.oversubscribed_workers}, {"producers", params.oversubscribed_producers}}},
+      {"burst",
+       {{"workers", params.burst_workers},
+        {"short_tasks", params.burst_short_tasks},
+        {"long_ns", params.burst_long.count()},
+        {"short_ns", params.burst_short.count()},
+        {"body", "sleep_for (see burst_task in bench/lab/pool/workloads.hpp)"}}},
+      {"completion_method", kCompletionMethod},
+      {"goal_min_runs", kGoalMinRuns},
+      {"warm_up_tasks_per_thread", kWarmUpTasksPerThread},
+      {"bulk_chunks_per_worker", kChunksPerWorker},
+      {"order", "interleaved: for each workload, for each run, every pool in turn"}};
 
   for (Workload w : options.workloads) {
     for (const std::string& pool : options.pools) {

@@ -57,7 +57,8 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
       return "roundtrip: " + n + " times submit one task and wait for its future; " + threads + " workers";
     case Workload::fine: {
       std::string body = report.fine ? num(report.fine->body_ns) + " ns" : "~1 us";
-      return "fine: " + n + " tasks of calibrated compute (" + body + " each) from one producer; " + threads + " workers";
+      return "fine: " + n + " tasks of calibrated compute (" + body + " each) from one producer; " + threads +
+             " workers";
     }
     case Workload::producers:
       return "producers: " + std::to_string(c.value("producers", 0)) + " producer threads post " + n +
@@ -65,7 +66,8 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
     case Workload::oversubscribed: {
       const auto producers = c.contains("oversubscribed") ? c["oversubscribed"].value("producers", 0) : 0;
       return "oversubscribed: " + std::to_string(producers) + " producer threads post " + n +
-             " empty tasks concurrently into " + threads + " workers (more threads than cores), then wait for the count";
+             " empty tasks concurrently into " + threads +
+             " workers (more threads than cores), then wait for the count";
     }
     case Workload::burst: {
       const auto b = c.contains("burst") ? c["burst"] : nlohmann::json::object();
@@ -73,11 +75,12 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
              num(static_cast<double>(b.value("long_ns", std::int64_t{0})) * 1e-6) + " ms task posted first, then " +
              std::to_string(b.value("short_tasks", 0)) + " tasks of " +
              num(static_cast<double>(b.value("short_ns", std::int64_t{0})) * 1e-6) +
-             " ms (task bodies sleep: 4 spinning workers would oversubscribe a 2-core machine); " + threads + " workers";
+             " ms (task bodies sleep: 4 spinning workers would oversubscribe a 2-core machine); " + threads +
+             " workers";
     }
     case Workload::idle:
-      return "idle: " + threads + " idle workers (after a warm-up and " + std::to_string(detail::kIdleSettle.count()) + " ms to settle) for " +
-             num(static_cast<double>(c.value("idle_window_ns", std::int64_t{0})) * 1e-6) +
+      return "idle: " + threads + " idle workers (after a warm-up and " + std::to_string(detail::kIdleSettle.count()) +
+             " ms to settle) for " + num(static_cast<double>(c.value("idle_window_ns", std::int64_t{0})) * 1e-6) +
              " ms: CPU of the pool's threads (every thread but the measuring one, /proc/self/task/*/schedstat)";
   }
   return "";
@@ -108,8 +111,10 @@ void eterfree_section(const PoolReport& report, std::string& out) {
   for (const auto& s : report.series) {
     if (s.workload != Workload::eterfree) continue;
     TextTable t;
-    out += s.pool + " beside the study's published Eterfree table (study = published; window = count at the end of "
-           "the window; done = completion of all tasks).\nstudy: " + std::string(kStudy004Citation) + "\n";
+    out += s.pool +
+           " beside the study's published Eterfree table (study = published; window = count at the end of "
+           "the window; done = completion of all tasks).\nstudy: " +
+           std::string(kStudy004Citation) + "\n";
     t.row({"run", "study tasks", "ms", "tasks/ms", "|", "window tasks", "ms", "tasks/ms", "|", "done tasks", "ms",
            "tasks/ms"});
     const std::size_t rows = std::max(kPublishedEterfree.size(), s.runs.size());
@@ -125,10 +130,11 @@ void eterfree_section(const PoolReport& report, std::string& out) {
       if (i < s.runs.size()) {
         const RunSample& r = s.runs[i];
         if (r.ok) {
-          cells.insert(cells.end(), {std::to_string(r.window_tasks), num(r.window_ms),
-                                     fmt("%.5f", r.window_ms > 0 ? static_cast<double>(r.window_tasks) / r.window_ms : 0),
-                                     "|", std::to_string(r.ran), num(r.completion_ms),
-                                     fmt("%.5f", r.completion_ms > 0 ? static_cast<double>(r.ran) / r.completion_ms : 0)});
+          cells.insert(cells.end(),
+                       {std::to_string(r.window_tasks), num(r.window_ms),
+                        fmt("%.5f", r.window_ms > 0 ? static_cast<double>(r.window_tasks) / r.window_ms : 0), "|",
+                        std::to_string(r.ran), num(r.completion_ms),
+                        fmt("%.5f", r.completion_ms > 0 ? static_cast<double>(r.ran) / r.completion_ms : 0)});
         } else {
           cells.insert(cells.end(), {"FAILED", "", "", "|", "", "", ""});
         }
@@ -143,7 +149,8 @@ void eterfree_section(const PoolReport& report, std::string& out) {
   }
 
   TextTable t;
-  t.row({"pool", "window avg tasks/ms", "completion tasks/ms median [min - max]", "of ceiling", "CPU us/task", "runs ok"});
+  t.row({"pool", "window avg tasks/ms", "completion tasks/ms median [min - max]", "of ceiling", "CPU us/task",
+         "runs ok"});
   t.rule();
   for (const auto& s : report.series) {
     if (s.workload != Workload::eterfree) continue;
@@ -168,11 +175,11 @@ void overhead_section(const PoolReport& report, Workload w, std::string& out) {
         const Floors& f = *report.floors;
         out += "floors (two plain threads ping-pong): futex floor (atomic wait/notify) p50 " +
                num(f.futex_roundtrip_ns.p50 * 1e-3) + " us, p99 " + num(f.futex_roundtrip_ns.p99 * 1e-3) +
-               " us; sleep (raw futex, no spinning) p50 " + num(f.sleep_roundtrip_ns.p50 * 1e-3) +
-               " us; spin p50 " + num(f.spin_roundtrip_ns.p50 * 1e-3) + " us\n";
+               " us; sleep (raw futex, no spinning) p50 " + num(f.sleep_roundtrip_ns.p50 * 1e-3) + " us; spin p50 " +
+               num(f.spin_roundtrip_ns.p50 * 1e-3) + " us\n";
       }
-      t.row({"pool", "p50 us median [min - max]", "p99 us median [min - max]", "p50 / futex floor",
-             "p50 / sleep floor", "CPU us/roundtrip", "runs ok"});
+      t.row({"pool", "p50 us median [min - max]", "p99 us median [min - max]", "p50 / futex floor", "p50 / sleep floor",
+             "CPU us/roundtrip", "runs ok"});
       t.rule();
       for (const Series* s : rows) {
         t.row({s->pool, range_text(s->latency_p50_ns, 1e-3), range_text(s->latency_p99_ns, 1e-3),
@@ -186,16 +193,17 @@ void overhead_section(const PoolReport& report, Workload w, std::string& out) {
       out += "ideal = " + num(report.burst_ideal_ms) +
              " ms: the long task holds one worker, the others run the short tasks in rounds of the nominal duration";
       if (report.burst_short_body) {
-        out += " (with the short task as measured alone, " + num(report.burst_short_body->mean_ns * 1e-6) + " ms: " +
-               num(report.burst_ideal_body_ms) + " ms)";
+        out += " (with the short task as measured alone, " + num(report.burst_short_body->mean_ns * 1e-6) +
+               " ms: " + num(report.burst_ideal_body_ms) + " ms)";
       }
       out += ". Times are since just before the first post; each task takes its own timestamp at its end.\n";
       t.row({"pool", "last short task ms median [min - max]", "x ideal", "long task ms", "shorts after the long",
              "CPU ms/burst", "runs ok"});
       t.rule();
       for (const Series* s : rows) {
-        t.row({s->pool, range_text(s->burst_last_short_ms), s->burst_over_ideal ? fmt("%.2fx", *s->burst_over_ideal) : "-",
-               num(s->burst_long_ms.median), num(s->burst_short_after_long.median),
+        t.row({s->pool, range_text(s->burst_last_short_ms),
+               s->burst_over_ideal ? fmt("%.2fx", *s->burst_over_ideal) : "-", num(s->burst_long_ms.median),
+               num(s->burst_short_after_long.median),
                num(s->cpu_ns_per_task.median * static_cast<double>(s->tasks) * 1e-6), runs_text(*s)});
       }
       break;
@@ -212,7 +220,8 @@ void overhead_section(const PoolReport& report, Workload w, std::string& out) {
         out += "ceiling = " + std::to_string(rows.front()->threads) + " workers / " + num(report.fine->body_ns) +
                " ns = " + num(report.fine_ceiling_tasks_per_s * 1e-6) + " M tasks/s (the producer shares the cores)\n";
       }
-      std::vector<std::string> head = {"pool", "M tasks/s median [min - max]", "wall ns/task", "CPU ns/task median [min - max]"};
+      std::vector<std::string> head = {"pool", "M tasks/s median [min - max]", "wall ns/task",
+                                       "CPU ns/task median [min - max]"};
       if (fine) head.push_back("of ceiling");
       head.push_back("runs ok");
       t.row(head);
@@ -266,8 +275,10 @@ std::string render_table(const PoolReport& report) {
   bool any_goal = false;
   for (const auto& g : report.goals) any_goal = any_goal || g.value.has_value();
   if (any_goal) {
-    out += "== goals (measured, not tuned for; \"best peer\" = the best other pool, measured the same way; a verdict "
-           "needs medians of >= " + std::to_string(kGoalMinRuns) + " interleaved runs) ==\n";
+    out +=
+        "== goals (measured, not tuned for; \"best peer\" = the best other pool, measured the same way; a verdict "
+        "needs medians of >= " +
+        std::to_string(kGoalMinRuns) + " interleaved runs) ==\n";
     TextTable t;
     for (const auto& g : report.goals) {
       t.row({g.name, g.measured, g.runs == 0 ? "-" : !g.met ? g.verdict : (*g.met ? "met" : "NOT met")});

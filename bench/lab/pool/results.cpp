@@ -227,12 +227,13 @@ void add_goals(PoolReport& report) {
   }
   // "xthread 550 vs naive 518 CPU-ns/task (wall 283 vs 276 ns/task)"
   const auto cpu_detail = [](const Series& x, const Series& p) {
-    return "xthread " + fmt("%.0f", cpu_ns(x)) + " vs " + p.pool + " " + fmt("%.0f", cpu_ns(p)) + " CPU-ns/task (wall " +
-           fmt("%.0f", wall_ns(x)) + " vs " + fmt("%.0f", wall_ns(p)) + " ns/task)";
+    return "xthread " + fmt("%.0f", cpu_ns(x)) + " vs " + p.pool + " " + fmt("%.0f", cpu_ns(p)) +
+           " CPU-ns/task (wall " + fmt("%.0f", wall_ns(x)) + " vs " + fmt("%.0f", wall_ns(p)) + " ns/task)";
   };
   report.goals.push_back(versus_best_peer(
-      report, "empty (1 producer, " + std::to_string(workers) + " workers): xthread CPU-ns/task <= 0.5x the best peer's",
-      0.5, Workload::empty, cpu_ns, true, cpu_detail));
+      report,
+      "empty (1 producer, " + std::to_string(workers) + " workers): xthread CPU-ns/task <= 0.5x the best peer's", 0.5,
+      Workload::empty, cpu_ns, true, cpu_detail));
   {  // absolute
     Goal g = unmeasured("bulk: xthread >= 30 M tasks/s", 30.0);
     if (const Series* s = xthread_of(report, Workload::bulk)) {
@@ -242,13 +243,13 @@ void add_goals(PoolReport& report) {
     }
     report.goals.push_back(g);
   }
-  report.goals.push_back(versus_best_peer(
-      report, "roundtrip: xthread p50 <= 0.8x the best peer's", 0.8, Workload::roundtrip,
-      [](const Series& x) { return x.latency_p50_ns.median; }, true, [](const Series& x, const Series& p) {
-        return "p50 xthread " + fmt("%.1f", x.latency_p50_ns.median * 1e-3) + " vs " + p.pool + " " +
-               fmt("%.1f", p.latency_p50_ns.median * 1e-3) + " us (CPU " + fmt("%.1f", cpu_ns(x) * 1e-3) + " vs " +
-               fmt("%.1f", cpu_ns(p) * 1e-3) + " us/roundtrip)";
-      }));
+  report.goals.push_back(versus_best_peer(report, "roundtrip: xthread p50 <= 0.8x the best peer's", 0.8,
+                                          Workload::roundtrip, [](const Series& x) { return x.latency_p50_ns.median; },
+                                          true, [](const Series& x, const Series& p) {
+    return "p50 xthread " + fmt("%.1f", x.latency_p50_ns.median * 1e-3) + " vs " + p.pool + " " +
+           fmt("%.1f", p.latency_p50_ns.median * 1e-3) + " us (CPU " + fmt("%.1f", cpu_ns(x) * 1e-3) + " vs " +
+           fmt("%.1f", cpu_ns(p) * 1e-3) + " us/roundtrip)";
+  }));
   {  // absolute: against the machine's floor, not a peer
     Goal g = unmeasured("roundtrip: xthread p50 <= 1.5x the futex floor", 1.5);
     if (const Series* s = xthread_of(report, Workload::roundtrip); s && s->p50_over_futex_floor) {
@@ -264,19 +265,18 @@ void add_goals(PoolReport& report) {
     if (const Series* s = xthread_of(report, Workload::fine); s && report.fine_ceiling_tasks_per_s > 0) {
       g.value = s->efficiency.median;
       g.measured = fmt("%.1f %%", 100.0 * *g.value) + " (" + fmt("%.2f", tps(*s) * 1e-6) + " of " +
-                   fmt("%.2f", report.fine_ceiling_tasks_per_s * 1e-6) + " M tasks/s; CPU " +
-                   fmt("%.0f", cpu_ns(*s)) + " ns/task)";
+                   fmt("%.2f", report.fine_ceiling_tasks_per_s * 1e-6) + " M tasks/s; CPU " + fmt("%.0f", cpu_ns(*s)) +
+                   " ns/task)";
       decide(g, *g.value >= g.target, ok_runs(s));
     }
     report.goals.push_back(g);
   }
   const std::string prod = "producers (" + std::to_string(producers) + " threads): ";
-  report.goals.push_back(versus_best_peer(
-      report, prod + "xthread throughput >= 1.5x the best peer's", 1.5, Workload::producers, tps, false,
-      [](const Series& x, const Series& p) {
-        return "xthread " + fmt("%.2f", tps(x) * 1e-6) + " vs " + p.pool + " " + fmt("%.2f", tps(p) * 1e-6) +
-               " M tasks/s (CPU " + fmt("%.0f", cpu_ns(x)) + " vs " + fmt("%.0f", cpu_ns(p)) + " ns/task)";
-      }));
+  report.goals.push_back(versus_best_peer(report, prod + "xthread throughput >= 1.5x the best peer's", 1.5,
+                                          Workload::producers, tps, false, [](const Series& x, const Series& p) {
+    return "xthread " + fmt("%.2f", tps(x) * 1e-6) + " vs " + p.pool + " " + fmt("%.2f", tps(p) * 1e-6) +
+           " M tasks/s (CPU " + fmt("%.0f", cpu_ns(x)) + " vs " + fmt("%.0f", cpu_ns(p)) + " ns/task)";
+  }));
   report.goals.push_back(versus_best_peer(report, prod + "xthread CPU-ns/task <= the best peer's", 1.0,
                                           Workload::producers, cpu_ns, true, cpu_detail));
   {
@@ -309,8 +309,8 @@ void add_goals(PoolReport& report) {
     if (const Series* s = xthread_of(report, Workload::burst); s && s->burst_over_ideal) {
       g.value = *s->burst_over_ideal;
       g.measured = fmt("%.2fx", *g.value) + ": " + fmt("%.1f", s->burst_last_short_ms.median) + " ms vs ideal " +
-                   fmt("%.1f", report.burst_ideal_ms) + " ms (" +
-                   fmt("%.0f", s->burst_short_after_long.median) + " short tasks after the long one; CPU " +
+                   fmt("%.1f", report.burst_ideal_ms) + " ms (" + fmt("%.0f", s->burst_short_after_long.median) +
+                   " short tasks after the long one; CPU " +
                    fmt("%.1f", cpu_ns(*s) * static_cast<double>(s->tasks) * 1e-6) + " ms per burst)";
       decide(g, *g.value <= g.target, ok_runs(s));
     }
@@ -319,7 +319,7 @@ void add_goals(PoolReport& report) {
 }
 
 nlohmann::json run_json(const Series& s, std::size_t index, const RunSample& r) {
-  nlohmann::json j = {{"run", index + 1}, {"ok", r.ok},          {"expected", r.expected}, {"ran", r.ran},
+  nlohmann::json j = {{"run", index + 1},     {"ok", r.ok},         {"expected", r.expected}, {"ran", r.ran},
                       {"counted", r.counted}, {"wall_s", r.wall_s}, {"cpu_s", r.cpu_s}};
   if (!r.ok) j["failure"] = r.failure;
   if (r.expected > 0 && r.wall_s > 0) {
@@ -393,17 +393,16 @@ nlohmann::json render_json(const PoolReport& report) {
   for (const auto& p : kPublishedEterfree) {
     published.push_back({{"run", p.run}, {"tasks", p.tasks}, {"ms", p.ms}, {"tasks_per_ms", p.tasks_per_ms}});
   }
-  doc["published"] = {{"eterfree",
-                       {{"source", "study 004 (Eterfree), latest run, Windows, 16 threads, 100000 tasks"},
-                        {"citation",
-                         {{"study", kStudy004Name},
-                          {"table", kStudy004Table},
-                          {"pool_repository", kStudy004PoolRepository}}},
-                        {"runs", published},
-                        {"average",
-                         {{"tasks", kPublishedEterfreeAvgTasks},
-                          {"ms", kPublishedEterfreeAvgMs},
-                          {"tasks_per_ms", kPublishedEterfreeAvgTasksPerMs}}}}}};
+  doc["published"] = {
+      {"eterfree",
+       {{"source", "study 004 (Eterfree), latest run, Windows, 16 threads, 100000 tasks"},
+        {"citation",
+         {{"study", kStudy004Name}, {"table", kStudy004Table}, {"pool_repository", kStudy004PoolRepository}}},
+        {"runs", published},
+        {"average",
+         {{"tasks", kPublishedEterfreeAvgTasks},
+          {"ms", kPublishedEterfreeAvgMs},
+          {"tasks_per_ms", kPublishedEterfreeAvgTasksPerMs}}}}}};
 
   nlohmann::json cal = nlohmann::json::object();
   if (report.eterfree_body) {

@@ -99,9 +99,9 @@ struct PoolReport {
   double fine_ceiling_tasks_per_s = 0;               // workers / body duration
   std::optional<Floors> floors;
   std::optional<BodyTiming> burst_short_body;        // one short burst task alone
-  double burst_ideal_ms = 0;                         // rounds x nominal short duration (63 x 1 ms / 3 = 21), aggregate()
-  double burst_ideal_body_ms = 0;                    // the same rounds of the short task as measured alone
-  std::vector<Series> series;                        // workload order, then pool order
+  double burst_ideal_ms = 0;  // rounds x nominal short duration (63 x 1 ms / 3 = 21), aggregate()
+  double burst_ideal_body_ms = 0;  // the same rounds of the short task as measured alone
+  std::vector<Series> series;  // workload order, then pool order
   std::vector<Goal> goals;
   double wall_s = 0;
   CpuTimes cpu;
@@ -113,6 +113,5 @@ struct PoolReport {
 
 // Computes every aggregate of every series and the goals.
 void aggregate(PoolReport& report);
-
 
 }  // namespace xthread_lab::pool

@@ -14,16 +14,26 @@ namespace xthread_lab::pool {
 
 std::string_view workload_name(Workload workload) {
   switch (workload) {
-    case Workload::eterfree: return "eterfree";
-    case Workload::empty: return "empty";
-    case Workload::futures: return "futures";
-    case Workload::bulk: return "bulk";
-    case Workload::roundtrip: return "roundtrip";
-    case Workload::fine: return "fine";
-    case Workload::producers: return "producers";
-    case Workload::oversubscribed: return "oversubscribed";
-    case Workload::burst: return "burst";
-    case Workload::idle: return "idle";
+    case Workload::eterfree:
+      return "eterfree";
+    case Workload::empty:
+      return "empty";
+    case Workload::futures:
+      return "futures";
+    case Workload::bulk:
+      return "bulk";
+    case Workload::roundtrip:
+      return "roundtrip";
+    case Workload::fine:
+      return "fine";
+    case Workload::producers:
+      return "producers";
+    case Workload::oversubscribed:
+      return "oversubscribed";
+    case Workload::burst:
+      return "burst";
+    case Workload::idle:
+      return "idle";
   }
   return "?";
 }
@@ -31,9 +41,12 @@ std::string_view workload_name(Workload workload) {
 std::string_view completion_of(Workload workload) {
   switch (workload) {
     case Workload::futures:
-    case Workload::roundtrip: return "futures + counter";
-    case Workload::bulk: return "parallel-for return + ledger";
-    default: return "counter";
+    case Workload::roundtrip:
+      return "futures + counter";
+    case Workload::bulk:
+      return "parallel-for return + ledger";
+    default:
+      return "counter";
   }
 }
 
@@ -46,16 +59,26 @@ std::optional<Workload> find_workload(std::string_view name) {
 
 std::uint64_t default_ops(Workload workload) {
   switch (workload) {
-    case Workload::eterfree: return 100'000;     // --tasks governs it; listed for completeness
-    case Workload::empty: return 200'000;
-    case Workload::futures: return 100'000;
-    case Workload::bulk: return 4'000'000;
-    case Workload::roundtrip: return 10'000;
-    case Workload::fine: return 100'000;
-    case Workload::producers: return 200'000;
-    case Workload::oversubscribed: return 200'000;
-    case Workload::burst: return 64;             // 1 long + burst_short_tasks; --ops does not apply
-    case Workload::idle: return 0;               // no timed tasks
+    case Workload::eterfree:
+      return 100'000;     // --tasks governs it; listed for completeness
+    case Workload::empty:
+      return 200'000;
+    case Workload::futures:
+      return 100'000;
+    case Workload::bulk:
+      return 4'000'000;
+    case Workload::roundtrip:
+      return 10'000;
+    case Workload::fine:
+      return 100'000;
+    case Workload::producers:
+      return 200'000;
+    case Workload::oversubscribed:
+      return 200'000;
+    case Workload::burst:
+      return 64;             // 1 long + burst_short_tasks; --ops does not apply
+    case Workload::idle:
+      return 0;               // no timed tasks
   }
   return 0;
 }
@@ -63,19 +86,27 @@ std::uint64_t default_ops(Workload workload) {
 std::size_t threads_for(Workload workload, const WorkloadParams& params) {
   switch (workload) {
     case Workload::eterfree:
-    case Workload::idle: return params.threads;
-    case Workload::oversubscribed: return params.oversubscribed_workers;
-    case Workload::burst: return params.burst_workers;
-    default: return params.workers;
+    case Workload::idle:
+      return params.threads;
+    case Workload::oversubscribed:
+      return params.oversubscribed_workers;
+    case Workload::burst:
+      return params.burst_workers;
+    default:
+      return params.workers;
   }
 }
 
 std::uint64_t tasks_for(Workload workload, const WorkloadParams& params) {
   switch (workload) {
-    case Workload::eterfree: return params.eterfree_tasks;
-    case Workload::burst: return 1 + params.burst_short_tasks;
-    case Workload::idle: return threads_for(workload, params) * kWarmUpTasksPerThread;
-    default: return params.ops != 0 ? params.ops : default_ops(workload);
+    case Workload::eterfree:
+      return params.eterfree_tasks;
+    case Workload::burst:
+      return 1 + params.burst_short_tasks;
+    case Workload::idle:
+      return threads_for(workload, params) * kWarmUpTasksPerThread;
+    default:
+      return params.ops != 0 ? params.ops : default_ops(workload);
   }
 }
 
@@ -154,8 +185,8 @@ Ledger::Check Ledger::check() const {
   }
   if (never != 0 || twice != 0) {
     result.exactly_once = false;
-    result.failure = std::to_string(never) + " of " + std::to_string(n_) + " tasks never ran, " + std::to_string(twice) +
-                     " ran more than once (first bad task #" + std::to_string(first_bad) + ")";
+    result.failure = std::to_string(never) + " of " + std::to_string(n_) + " tasks never ran, " +
+                     std::to_string(twice) + " ran more than once (first bad task #" + std::to_string(first_bad) + ")";
   }
   return result;
 }

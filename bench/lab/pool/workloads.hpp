@@ -45,8 +45,8 @@ namespace xthread_lab::pool {
 enum class Workload { eterfree, empty, futures, bulk, roundtrip, fine, producers, oversubscribed, burst, idle };
 
 inline constexpr std::array<Workload, 10> kAllWorkloads = {
-    Workload::eterfree,  Workload::empty,     Workload::futures,        Workload::bulk,  Workload::roundtrip,
-    Workload::fine,      Workload::producers, Workload::oversubscribed, Workload::burst, Workload::idle};
+    Workload::eterfree, Workload::empty,     Workload::futures,        Workload::bulk,  Workload::roundtrip,
+    Workload::fine,     Workload::producers, Workload::oversubscribed, Workload::burst, Workload::idle};
 
 std::string_view workload_name(Workload workload);
 std::optional<Workload> find_workload(std::string_view name);
@@ -423,11 +423,10 @@ void run_roundtrip(A& pool, Completion& completion, std::uint64_t n, RunSample& 
     for (std::uint64_t i = 0; i < n; ++i) {
       const auto a = Clock::now();
       const std::uint64_t got = pool.submit([s = ledger.slot(i), &completion, i] {
-                                      mark_slot(s);
-                                      completion.done();
-                                      return i;
-                                    })
-                                    .get();
+        mark_slot(s);
+        completion.done();
+        return i;
+      }).get();
       const auto b = Clock::now();
       latencies[i] = std::chrono::duration<double, std::nano>(b - a).count();
       wrong += got != i ? 1 : 0;
@@ -572,18 +571,36 @@ RunSample run_workload(Workload workload, const WorkloadParams& params) {
     const std::size_t warm_tasks = threads * kWarmUpTasksPerThread;
     if (!detail::warm_up(pool, completion, warm_tasks, sample)) return sample;
     switch (workload) {
-      case Workload::eterfree: detail::run_eterfree(pool, completion, params, sample); break;
-      case Workload::empty: detail::run_empty(pool, completion, n, sample); break;
-      case Workload::futures: detail::run_futures(pool, completion, n, sample); break;
-      case Workload::bulk: detail::run_bulk(pool, n, sample); break;
-      case Workload::roundtrip: detail::run_roundtrip(pool, completion, n, sample); break;
-      case Workload::fine: detail::run_fine(pool, completion, n, params.fine_iterations, sample); break;
-      case Workload::producers: detail::run_producers(pool, completion, n, params.producers, sample); break;
+      case Workload::eterfree:
+        detail::run_eterfree(pool, completion, params, sample);
+        break;
+      case Workload::empty:
+        detail::run_empty(pool, completion, n, sample);
+        break;
+      case Workload::futures:
+        detail::run_futures(pool, completion, n, sample);
+        break;
+      case Workload::bulk:
+        detail::run_bulk(pool, n, sample);
+        break;
+      case Workload::roundtrip:
+        detail::run_roundtrip(pool, completion, n, sample);
+        break;
+      case Workload::fine:
+        detail::run_fine(pool, completion, n, params.fine_iterations, sample);
+        break;
+      case Workload::producers:
+        detail::run_producers(pool, completion, n, params.producers, sample);
+        break;
       case Workload::oversubscribed:
         detail::run_producers(pool, completion, n, params.oversubscribed_producers, sample);
         break;
-      case Workload::burst: detail::run_burst(pool, completion, params, sample); break;
-      case Workload::idle: detail::run_idle(params, warm_tasks, sample); break;
+      case Workload::burst:
+        detail::run_burst(pool, completion, params, sample);
+        break;
+      case Workload::idle:
+        detail::run_idle(params, warm_tasks, sample);
+        break;
     }
   } catch (const std::exception& e) {
     sample.ok = false;

@@ -138,10 +138,12 @@ std::pair<std::chrono::nanoseconds, std::chrono::nanoseconds> parse_gap(std::str
     return {v, v};
   }
   const std::string whole = "'" + std::string(text) + "'";
-  if (dash == 0) throw UsageError(whole + " is not MIN-MAX or VALUE with durations in " + range + " (negative or missing minimum)");
+  if (dash == 0)
+    throw UsageError(whole + " is not MIN-MAX or VALUE with durations in " + range + " (negative or missing minimum)");
   std::string low(text.substr(0, dash));
   const std::string high(text.substr(dash + 1));
-  if (high.find('-') != std::string::npos) throw UsageError(whole + " is not MIN-MAX or VALUE with durations in " + range);
+  if (high.find('-') != std::string::npos)
+    throw UsageError(whole + " is not MIN-MAX or VALUE with durations in " + range);
   // "100-200us": the minimum borrows the maximum's unit.
   if (!low.empty() && std::isdigit(static_cast<unsigned char>(low.back())) && low != "0") {
     std::size_t unit = high.size();
@@ -179,7 +181,8 @@ std::map<LoadLevel, int> parse_load_fib(std::string_view text) {
   for (const auto& item : split_list(text)) {
     const auto eq = item.find('=');
     if (eq == std::string::npos) {
-      throw UsageError("'" + item + "' is not LEVEL=N (LEVEL medium or heavy, N in 1.." + std::to_string(kMaxLoadFib) + ")");
+      throw UsageError("'" + item + "' is not LEVEL=N (LEVEL medium or heavy, N in 1.." + std::to_string(kMaxLoadFib) +
+                       ")");
     }
     const LoadLevel l = parse_load(item.substr(0, eq));
     if (l == LoadLevel::idle) throw UsageError("'" + item + "': idle has no load (LEVEL is medium or heavy)");
@@ -229,19 +232,21 @@ void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& li
 
 void register_xcall_command(CLI::App& app, CommandResult& result) {
   auto flags = std::make_shared<XcallCommandFlags>();
-  CLI::App* sub = app.add_subcommand(
-      "xcall",
-      "Study 000: cost of a cross-thread call with a return value (ThreadSafeFunction::call_sync). "
-      "With no flags: 3 cases x 3 loads at 10 chars + 3 cases x 5 payloads idle.");
+  CLI::App* sub =
+      app.add_subcommand("xcall",
+                         "Study 000: cost of a cross-thread call with a return value (ThreadSafeFunction::call_sync). "
+                         "With no flags: 3 cases x 3 loads at 10 chars + 3 cases x 5 payloads idle.");
   sub->footer(kXcallRangesFooter);
   add_xcall_flags(*sub, *flags, XcallFlagLimits{}, "");
   sub->add_option("--load-fib", flags->load_fib, "force the Fibonacci n: N for every load, or medium=N,heavy=M")
       ->type_name("N|LEVEL=N,...")
       ->check(checked_by("N in 1.." + std::to_string(kMaxLoadFib), [](const std::string& v) { parse_load_fib(v); }));
-  sub->add_option("--gap", flags->gap, "random pause before each call, MIN-MAX or VALUE (default 0-200us idle, 0-8ms loaded)")
+  sub->add_option("--gap", flags->gap,
+                  "random pause before each call, MIN-MAX or VALUE (default 0-200us idle, 0-8ms loaded)")
       ->type_name("DURATIONS")
-      ->check(checked_by("each 0.." + duration_text(kMaxGap), [](const std::string& v) { parse_gap(v); }))
-      ->excludes("--hot");  // --hot means no gap: the two contradict each other
+      ->check(checked_by("each 0.." + duration_text(kMaxGap), [](const std::string& v) {
+    parse_gap(v);
+  }))->excludes("--hot");  // --hot means no gap: the two contradict each other
   sub->add_option("--host", flags->hosts,
                   "how the main loop is driven, comma list of direct (its own run()), uv (inside a libuv loop), "
                   "uv-nested (libuv inside an outer epoll loop that queues each wake-up as a task); each host "

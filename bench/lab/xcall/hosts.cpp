@@ -88,8 +88,8 @@ class LibuvHost {
   static void on_wakeup_fd(uv_poll_t* handle, int status, int /*events*/) {
     auto* self = static_cast<LibuvHost*>(handle->data);
     if (status < 0) {
-      self->fail(std::make_exception_ptr(std::runtime_error(std::string("libuv: uv_poll on EventLoop::wakeup_fd(): ") +
-                                                            uv_strerror(status))));
+      self->fail(std::make_exception_ptr(
+          std::runtime_error(std::string("libuv: uv_poll on EventLoop::wakeup_fd(): ") + uv_strerror(status))));
       return;
     }
     self->run_ready_and_rearm();
@@ -120,7 +120,8 @@ class LibuvHost {
     uv_update_time(&uv_);  // uv_timer_start counts from libuv's cached time: make it now
     const auto wait = *deadline - std::chrono::steady_clock::now();
     std::uint64_t wait_ms = 0;
-    if (wait > wait.zero()) wait_ms = static_cast<std::uint64_t>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
+    if (wait > wait.zero())
+      wait_ms = static_cast<std::uint64_t>(std::chrono::ceil<std::chrono::milliseconds>(wait).count());
     if (const int rc = uv_timer_start(&deadline_timer_, &LibuvHost::on_deadline, wait_ms, 0); rc != 0) {
       throw_uv_error("uv_timer_start", rc);
     }
@@ -223,9 +224,12 @@ void run_in_libuv_in_outer_loop(xthread::EventLoop& loop) {
 
 std::string_view host_name(Host host) {
   switch (host) {
-    case Host::direct: return "direct";
-    case Host::uv: return "uv";
-    case Host::uv_nested: return "uv-nested";
+    case Host::direct:
+      return "direct";
+    case Host::uv:
+      return "uv";
+    case Host::uv_nested:
+      return "uv-nested";
   }
   return "?";
 }
@@ -239,9 +243,15 @@ Host parse_host(std::string_view text) {
 
 void run_hosted(xthread::EventLoop& loop, Host host) {
   switch (host) {
-    case Host::direct: loop.run(); return;
-    case Host::uv: run_in_libuv(loop); return;
-    case Host::uv_nested: run_in_libuv_in_outer_loop(loop); return;
+    case Host::direct:
+      loop.run();
+      return;
+    case Host::uv:
+      run_in_libuv(loop);
+      return;
+    case Host::uv_nested:
+      run_in_libuv_in_outer_loop(loop);
+      return;
   }
 }
 

@@ -59,14 +59,14 @@ std::string render_csv(const XcallReport& report) {
     // Published mean: the load table for 10 chars, the payload table otherwise (study conditions only).
     std::optional<double> published;
     if (p.work_ns == 0 && !p.hot) {
-      published = p.payload == 10 ? published_load_mean_us(p.case_id, p.load)
+      published = p.payload == 10    ? published_load_mean_us(p.case_id, p.load)
                   : p.load == "idle" ? published_payload_mean_us(p.case_id, p.payload)
                                      : std::nullopt;
     }
     const auto load = std::find_if(report.loads.begin(), report.loads.end(),
                                    [&](const LoadInfo& l) { return l.load == p.load && l.host == p.host; });
-    out << ',' << optional_number(p.cpu_us_per_call) << ',' << optional_number(p.ratio_to_futex_floor) << ',' << optional_number(p.model_us) << ','
-        << optional_number(published) << ',';
+    out << ',' << optional_number(p.cpu_us_per_call) << ',' << optional_number(p.ratio_to_futex_floor) << ','
+        << optional_number(p.model_us) << ',' << optional_number(published) << ',';
     if (load != report.loads.end()) {
       out << (load->fib_n ? std::to_string(*load->fib_n) : "") << ',' << number(load->load_ms) << ','
           << number(load->duty);

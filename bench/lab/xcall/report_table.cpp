@@ -136,8 +136,9 @@ std::string study_tables(const std::vector<NamedSet>& sets, std::pair<std::size_
   std::vector<std::string> sources = {"OH"};
   for (const auto& s : sets) sources.push_back(s.name);
   const bool pairwise = sets.size() >= 2;
-  const std::string ratio_heading = pairwise ? sets[ratio_sets.first].short_name + "/" + sets[ratio_sets.second].short_name
-                                             : "OH/" + sets[0].short_name;
+  const std::string ratio_heading = pairwise
+                                        ? sets[ratio_sets.first].short_name + "/" + sets[ratio_sets.second].short_name
+                                        : "OH/" + sets[0].short_name;
   auto ratio = [pairwise, ratio_sets](const std::vector<std::optional<double>>& v) -> std::optional<double> {
     const auto& num = pairwise ? v[ratio_sets.first + 1] : v[0];
     const auto& den = pairwise ? v[ratio_sets.second + 1] : v[1];
@@ -184,8 +185,9 @@ std::string study_tables(const std::vector<NamedSet>& sets, std::pair<std::size_
       out += b.render() + "\n";
     }
   }
-  out += "OH = published OpenHarmony/Node-API means of study 000 (20 calls per cell, on its device);\n"
-         "the other columns are this machine. '-' = not measured / not published.\n";
+  out +=
+      "OH = published OpenHarmony/Node-API means of study 000 (20 calls per cell, on its device);\n"
+      "the other columns are this machine. '-' = not measured / not published.\n";
   return out;
 }
 
@@ -195,8 +197,9 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
   TextTable t;
   std::vector<std::string> head;
   if (show_impl) head.push_back(set_heading);
-  for (const char* h : {"case", "load", "payload", "work", "calls", "|", "mean", "p50", "p90", "p99", "max", "|",
-                        "sched", "exec", "notify", "|", "cpu", "|", "p50/futex", "model", "mean/model"}) {
+  for (const char* h :
+       {"case", "load",  "payload", "work",   "calls", "|",   "mean", "p50",       "p90",   "p99",       "max",
+        "|",    "sched", "exec",    "notify", "|",     "cpu", "|",    "p50/futex", "model", "mean/model"}) {
     head.emplace_back(h);
   }
   t.row(head);
@@ -226,19 +229,21 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
     }
   }
   return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase; cpu: process CPU time\n"
-         "    per call, every thread, warm-up calls included)\n" + t.render();
+         "    per call, every thread, warm-up calls included)\n" +
+         t.render();
 }
 
 // True when some point's main loop was hosted (xcall --host other than direct).
 bool any_hosted(const XcallReport& report) {
-  return std::any_of(report.points.begin(), report.points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+  return std::any_of(report.points.begin(), report.points.end(),
+                     [](const XcallPoint& p) { return p.host != kDirectHost; });
 }
 
 std::string model_lines(const XcallReport& report) {
   const bool hosted = any_hosted(report);
   TextTable t;
-  std::vector<std::string> head = {"load", "case", "payload", "work", "measured mean", "model", "measured/model",
-                                   "model terms (us)"};
+  std::vector<std::string> head = {"load",          "case",  "payload",        "work",
+                                   "measured mean", "model", "measured/model", "model terms (us)"};
   if (hosted) head.insert(head.begin() + 1, "host");
   t.row(head);
   t.rule();
@@ -249,13 +254,17 @@ std::string model_lines(const XcallReport& report) {
       if (p.load != l.load || p.host != l.host || !p.model_us) continue;
       any = true;
       const double idle = p.case_id == 2 ? *p.model_us : *p.model_us - l.duty * l.load_ms * 1000.0 / 2.0;
-      const std::string terms = p.case_id == 2
-                                    ? us(idle) + " idle; case 2 never waits for the main thread"
-                                    : us(idle) + " idle + " + format("%.3f", l.duty) + " duty x " +
-                                          format("%.0f", l.load_ms * 1000.0) + " D / 2";
-      std::vector<std::string> row = {l.load, std::to_string(p.case_id), p.payload == 10 ? "10" : payload_label(p.payload),
-                                      work_label(p.work_ns) + (p.hot ? " hot" : ""), us(p.total_us.mean),
-                                      us(*p.model_us), format("%.2f", p.total_us.mean / *p.model_us), terms};
+      const std::string terms = p.case_id == 2 ? us(idle) + " idle; case 2 never waits for the main thread"
+                                               : us(idle) + " idle + " + format("%.3f", l.duty) + " duty x " +
+                                                     format("%.0f", l.load_ms * 1000.0) + " D / 2";
+      std::vector<std::string> row = {l.load,
+                                      std::to_string(p.case_id),
+                                      p.payload == 10 ? "10" : payload_label(p.payload),
+                                      work_label(p.work_ns) + (p.hot ? " hot" : ""),
+                                      us(p.total_us.mean),
+                                      us(*p.model_us),
+                                      format("%.2f", p.total_us.mean / *p.model_us),
+                                      terms};
       if (hosted) row.insert(row.begin() + 1, p.host);
       t.row(row);
     }
@@ -339,7 +348,8 @@ std::string priority_table(const PriorityStudy& study) {
            format("%.0f", v.backlog_tasks_ahead.max)});
   }
   return "(e) per-call priority beside a standing backlog, total latency us per call (issue -> caller resumes)\n"
-         "method: " + study.method + "\n" + t.render();
+         "method: " +
+         study.method + "\n" + t.render();
 }
 
 }  // namespace
@@ -359,13 +369,13 @@ std::string render_table(const XcallReport& report) {
       << us(f.sleep_roundtrip_ns.p99 / 1000) << ")\n";
   for (const auto& l : report.loads) {
     if (l.load == "idle") continue;
-    out << "load    : " << l.load << (l.host == kDirectHost ? "" : " (host " + l.host + ")") << " = fib(" << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh"
-        << (l.target_ms > 0 ? " + timed top-up" : "") << " every "
-        << format("%.0f", l.period_ms) << " ms: " << format("%.2f", l.load_ms) << " ms per run"
+    out << "load    : " << l.load << (l.host == kDirectHost ? "" : " (host " + l.host + ")") << " = fib("
+        << (l.fib_n ? std::to_string(*l.fib_n) : "?") << ") + uuid refresh"
+        << (l.target_ms > 0 ? " + timed top-up" : "") << " every " << format("%.0f", l.period_ms)
+        << " ms: " << format("%.2f", l.load_ms) << " ms per run"
         << (l.target_ms > 0 ? format(" (target %.0f ms)", l.target_ms) : std::string(" (n forced)")) << ", duty "
         << format("%.1f", l.duty * 100) << " % over " << l.runs << " runs"
-        << (l.target_ms > 0 && !load_within(l.load_ms, l.target_ms) ? "  ! OFF TARGET by more than 10 %" : "")
-        << "\n";
+        << (l.target_ms > 0 && !load_within(l.load_ms, l.target_ms) ? "  ! OFF TARGET by more than 10 %" : "") << "\n";
   }
   out << "run     : " << format("%.1f", report.wall_s) << " s wall, cpu " << format("%.1f", report.cpu.user_s)
       << " s user + " << format("%.1f", report.cpu.system_s) << " s system\n\n";
@@ -382,7 +392,8 @@ std::string render_table(const XcallReport& report) {
     const auto sets = by_host.sets();
     // The ratio column: uv / direct when both were measured, else the second host / the first.
     const auto index = [&](std::string_view host) {
-      return static_cast<std::size_t>(std::find(by_host.hosts.begin(), by_host.hosts.end(), host) - by_host.hosts.begin());
+      return static_cast<std::size_t>(std::find(by_host.hosts.begin(), by_host.hosts.end(), host) -
+                                      by_host.hosts.begin());
     };
     std::pair<std::size_t, std::size_t> ratio{1, 0};
     if (index("uv") < sets.size() && index(kDirectHost) < sets.size()) ratio = {index("uv"), index(kDirectHost)};
@@ -402,7 +413,8 @@ std::string render_table(const XcallReport& report) {
 }
 
 std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
-                                  const std::vector<XcallPoint>& node_api_raw, const std::set<std::string>& flagged_loads) {
+                                  const std::vector<XcallPoint>& node_api_raw,
+                                  const std::set<std::string>& flagged_loads) {
   if (node_api_raw.empty()) {
     const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
     return study_tables(sets, {0, 1}, flagged_loads) + "\n" + percentile_table(sets);

@@ -168,8 +168,7 @@ struct CallTiming {
 // running) until stop(). Replacements are posted from the loop thread: no wake-up, no extra thread.
 class Backlog {
  public:
-  Backlog(xthread::EventLoop& loop, std::size_t tasks, nanoseconds work)
-      : state_(std::make_shared<State>(loop, work)) {
+  Backlog(xthread::EventLoop& loop, std::size_t tasks, nanoseconds work) : state_(std::make_shared<State>(loop, work)) {
     for (std::size_t i = 0; i < tasks; ++i) post_task(state_);
   }
   Backlog(const Backlog&) = delete;
@@ -217,11 +216,16 @@ constexpr CallVariant kCallVariants[] = {
 
 std::string_view priority_name(xthread::Priority priority) {
   switch (priority) {
-    case xthread::Priority::immediate: return "immediate";
-    case xthread::Priority::high: return "high";
-    case xthread::Priority::normal: return "normal";
-    case xthread::Priority::low: return "low";
-    case xthread::Priority::idle: return "idle";
+    case xthread::Priority::immediate:
+      return "immediate";
+    case xthread::Priority::high:
+      return "high";
+    case xthread::Priority::normal:
+      return "normal";
+    case xthread::Priority::low:
+      return "low";
+    case xthread::Priority::idle:
+      return "idle";
   }
   return "?";
 }
@@ -360,7 +364,8 @@ class Driver {
                      std::to_string(mismatch - reply.text.begin()));
     }
     auto ns = [](Clock::duration d) { return static_cast<std::int64_t>(nanoseconds(d).count()); };
-    return CallTiming{ns(resumed - issued), ns(reply.start - issued), ns(reply.end - reply.start), ns(resumed - reply.end)};
+    return CallTiming{ns(resumed - issued), ns(reply.start - issued), ns(reply.end - reply.start),
+                      ns(resumed - reply.end)};
   }
 
   // The random pause before each call: none when hot, else --gap, else 0-200 us idle, 0-8 ms under load.
@@ -389,8 +394,8 @@ class Driver {
     work_ns_.store(spec.work.count(), std::memory_order_relaxed);
 
     const std::string where = describe(spec, phase_.host);
-    const std::string label = "xcall [" + std::to_string(index) + "/" + std::to_string(phase_.points_total) + "] " +
-                              where + ": ";
+    const std::string label =
+        "xcall [" + std::to_string(index) + "/" + std::to_string(phase_.points_total) + "] " + where + ": ";
     progress_.update(label + "warm-up");
     const CpuTimes cpu_start = process_cpu_times();
     for (std::size_t i = 0; i < options_.warmup; ++i) one_call(target, nullptr, p, where);
@@ -507,8 +512,9 @@ std::string priority_method(const XcallOptions& o) {
          " busy-wait each (a backlog task queues its replacement at the back when it has run). Each block makes one "
          "call per variant: A call_sync (the function's default priority, normal), B call_sync_with {normal, "
          "at_front}, C {high}, D {high, at_front}; blocks alternate A B C D and D C B A so drift reaches every "
-         "variant alike; " + std::to_string(o.warmup) + " unrecorded blocks, then " +
-         std::to_string(calls_per_point(o, LoadLevel::idle)) + " measured blocks per host; " + gap +
+         "variant alike; " +
+         std::to_string(o.warmup) + " unrecorded blocks, then " + std::to_string(calls_per_point(o, LoadLevel::idle)) +
+         " measured blocks per host; " + gap +
          " before each call. tasks ahead = backlog tasks that ran between the call's issue and its callee's "
          "start.";
 }
@@ -556,9 +562,12 @@ nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_
 
 std::string_view load_name(LoadLevel level) {
   switch (level) {
-    case LoadLevel::idle: return "idle";
-    case LoadLevel::medium: return "medium";
-    case LoadLevel::heavy: return "heavy";
+    case LoadLevel::idle:
+      return "idle";
+    case LoadLevel::medium:
+      return "medium";
+    case LoadLevel::heavy:
+      return "heavy";
   }
   return "?";
 }
@@ -597,7 +606,8 @@ void validate(const XcallOptions& o) {
   if (o.hosts.empty()) throw UsageError("no host given");
   for (auto it = o.hosts.begin(); it != o.hosts.end(); ++it) {
     if (std::find(o.hosts.begin(), it, *it) != it) {
-      throw UsageError("--host lists '" + std::string(host_name(*it)) + "' twice (each host measures the whole plan once)");
+      throw UsageError("--host lists '" + std::string(host_name(*it)) +
+                       "' twice (each host measures the whole plan once)");
     }
   }
   if (o.backlog_tasks < 1 || o.backlog_tasks > kMaxBacklogTasks) {
@@ -705,7 +715,8 @@ void run_host_phase(const XcallOptions& options, const std::vector<XcallPointSpe
 
 XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
   validate(options);
-  const std::vector<XcallPointSpec> specs = options.priority_point ? std::vector<XcallPointSpec>{} : plan_points(options);
+  const std::vector<XcallPointSpec> specs =
+      options.priority_point ? std::vector<XcallPointSpec>{} : plan_points(options);
   std::uint64_t seed = options.seed;
   if (seed == 0) seed = (std::uint64_t{std::random_device{}()} << 32) | std::random_device{}();
 

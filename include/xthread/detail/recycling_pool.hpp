@@ -73,7 +73,7 @@ class RecyclingPool {
     ::operator delete(pointer, std::align_val_t{kAlignment});
   }
 
- static constexpr std::size_t kAlignment = alignof(std::max_align_t) > 16 ? alignof(std::max_align_t) : 16;
+  static constexpr std::size_t kAlignment = alignof(std::max_align_t) > 16 ? alignof(std::max_align_t) : 16;
 
  private:
   struct FreeBlock {
@@ -100,7 +100,8 @@ class RecyclingAllocator {
   using value_type = T;
   explicit RecyclingAllocator(std::shared_ptr<RecyclingPool> pool) noexcept : pool_(std::move(pool)) {}
   template <class U>
-  RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : pool_(other.pool_) {}  // NOLINT
+  // NOLINTNEXTLINE(google-explicit-constructor): allocators rebind by implicit conversion
+  RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : pool_(other.pool_) {}
 
   T* allocate(std::size_t count) {
     return static_cast<T*>(pool_->allocate(count * sizeof(T), std::max(alignof(T), RecyclingPool::kAlignment)));
@@ -110,7 +111,9 @@ class RecyclingAllocator {
   }
 
   template <class U>
-  bool operator==(const RecyclingAllocator<U>& other) const noexcept { return pool_ == other.pool_; }
+  bool operator==(const RecyclingAllocator<U>& other) const noexcept {
+    return pool_ == other.pool_;
+  }
 
  private:
   template <class U>

@@ -14,7 +14,8 @@ namespace xthread::detail {
 using SteadyClock = std::chrono::steady_clock;
 /// Header-only (the Node-API bridge uses it without linking the library).
 inline SteadyClock::time_point saturating_add(SteadyClock::time_point point, std::chrono::nanoseconds delay) noexcept {
-  static_assert(std::is_same_v<SteadyClock::duration, std::chrono::nanoseconds>, "xthread assumes steady_clock counts nanoseconds");
+  static_assert(std::is_same_v<SteadyClock::duration, std::chrono::nanoseconds>,
+                "xthread assumes steady_clock counts nanoseconds");
   std::int64_t sum = 0;
   if (__builtin_add_overflow(point.time_since_epoch().count(), delay.count(), &sum)) {
     return delay.count() > 0 ? SteadyClock::time_point::max() : SteadyClock::time_point::min();
@@ -28,8 +29,10 @@ constexpr std::chrono::nanoseconds saturating_nanoseconds(std::chrono::duration<
   using Nanos = std::chrono::duration<long double, std::nano>;
   const long double count = std::chrono::duration_cast<Nanos>(duration).count();
   if (!(count == count)) return std::chrono::nanoseconds{0};  // NaN
-  if (count >= static_cast<long double>(std::numeric_limits<std::int64_t>::max())) return std::chrono::nanoseconds::max();
-  if (count <= static_cast<long double>(std::numeric_limits<std::int64_t>::min())) return std::chrono::nanoseconds::min();
+  if (count >= static_cast<long double>(std::numeric_limits<std::int64_t>::max()))
+    return std::chrono::nanoseconds::max();
+  if (count <= static_cast<long double>(std::numeric_limits<std::int64_t>::min()))
+    return std::chrono::nanoseconds::min();
   return std::chrono::duration_cast<std::chrono::nanoseconds>(duration);
 }
 

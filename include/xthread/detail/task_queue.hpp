@@ -64,7 +64,8 @@ class TaskQueue {
   Task pop_front() noexcept {
     Task* slot = head_->slot(head_index_);
     // The slots ahead were written by the producers (another core): start fetching them.
-    if (head_index_ + kPrefetchDistance < kBlockTasks) __builtin_prefetch(head_->slot(head_index_ + kPrefetchDistance), 0);
+    if (head_index_ + kPrefetchDistance < kBlockTasks)
+      __builtin_prefetch(head_->slot(head_index_ + kPrefetchDistance), 0);
     Task task(std::move(*slot));
     slot->~Task();
     ++head_index_;
@@ -108,7 +109,9 @@ class TaskQueue {
   struct Block {
     Block* next = nullptr;
     alignas(alignof(Task) > kCacheLine ? alignof(Task) : kCacheLine) unsigned char storage[kBlockTasks * sizeof(Task)];
-    Task* slot(std::size_t index) noexcept { return std::launder(reinterpret_cast<Task*>(storage + index * sizeof(Task))); }
+    Task* slot(std::size_t index) noexcept {
+      return std::launder(reinterpret_cast<Task*>(storage + index * sizeof(Task)));
+    }
   };
 
   /// Asks for the line in exclusive state (x86 PREFETCHW; a no-op on CPUs without it). A plain

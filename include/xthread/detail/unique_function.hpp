@@ -23,9 +23,9 @@ class UniqueFunction<R(Args...), InlineBytes> {
  public:
   UniqueFunction() noexcept = default;
 
-  template <class F, class Stored = std::decay_t<F>,
-            class = std::enable_if_t<!std::is_same_v<Stored, UniqueFunction> &&
-                                     std::is_invocable_r_v<R, Stored&, Args...>>>
+  template <
+      class F, class Stored = std::decay_t<F>,
+      class = std::enable_if_t<!std::is_same_v<Stored, UniqueFunction> && std::is_invocable_r_v<R, Stored&, Args...>>>
   UniqueFunction(F&& callable) {  // NOLINT(google-explicit-constructor): a function wrapper converts.
     if constexpr (stores_inline<Stored>) {
       ::new (static_cast<void*>(storage_)) Stored(std::forward<F>(callable));
@@ -67,29 +67,24 @@ class UniqueFunction<R(Args...), InlineBytes> {
   };
 
   template <class Stored>
-  static constexpr bool stores_inline = sizeof(Stored) <= InlineBytes &&
-                                        alignof(Stored) <= alignof(std::max_align_t) &&
+  static constexpr bool stores_inline = sizeof(Stored) <= InlineBytes && alignof(Stored) <= alignof(std::max_align_t) &&
                                         std::is_nothrow_move_constructible_v<Stored>;
 
   template <class Stored>
-  static constexpr Operations inline_operations{
-      [](void* storage, Args&&... args) -> R {
-        return std::invoke(*std::launder(static_cast<Stored*>(storage)), std::forward<Args>(args)...);
-      },
-      [](void* from, void* to) noexcept {
-        Stored* source = std::launder(static_cast<Stored*>(from));
-        ::new (to) Stored(std::move(*source));
-        source->~Stored();
-      },
-      [](void* storage) noexcept { std::launder(static_cast<Stored*>(storage))->~Stored(); }};
+  static constexpr Operations inline_operations{[](void* storage, Args&&... args) -> R {
+    return std::invoke(*std::launder(static_cast<Stored*>(storage)), std::forward<Args>(args)...);
+  }, [](void* from, void* to) noexcept {
+    Stored* source = std::launder(static_cast<Stored*>(from));
+    ::new (to) Stored(std::move(*source));
+    source->~Stored();
+  }, [](void* storage) noexcept { std::launder(static_cast<Stored*>(storage))->~Stored(); }};
 
   template <class Stored>
-  static constexpr Operations heap_operations{
-      [](void* storage, Args&&... args) -> R {
-        return std::invoke(**std::launder(static_cast<Stored**>(storage)), std::forward<Args>(args)...);
-      },
-      [](void* from, void* to) noexcept { ::new (to) Stored*(*std::launder(static_cast<Stored**>(from))); },
-      [](void* storage) noexcept { delete *std::launder(static_cast<Stored**>(storage)); }};
+  static constexpr Operations heap_operations{[](void* storage, Args&&... args) -> R {
+    return std::invoke(**std::launder(static_cast<Stored**>(storage)), std::forward<Args>(args)...);
+  }, [](void* from, void* to) noexcept {
+    ::new (to) Stored*(*std::launder(static_cast<Stored**>(from)));
+  }, [](void* storage) noexcept { delete *std::launder(static_cast<Stored**>(storage)); }};
 
   void take(UniqueFunction& other) noexcept {
     if (other.operations_ != nullptr) {

@@ -53,8 +53,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
 
 // The worker thread. Never touches napi_env: only the two JsFunctions.
 void Run(xthread_napi::JsFunction<std::int64_t(std::int64_t)> transform,
-         xthread_napi::JsFunction<void(bool, std::int64_t, std::string)> settle, std::int64_t from,
-         std::int64_t to) {
+         xthread_napi::JsFunction<void(bool, std::int64_t, std::string)> settle, std::int64_t from, std::int64_t to) {
   bool ok = true;
   std::int64_t sum = 0;
   std::string message;
@@ -94,8 +93,7 @@ napi_value SumTransformed(napi_env env, napi_callback_info info) {
   try {
     // Made here, on the JS thread, inside a Node-API callback; throws ConversionError if not a function.
     xthread_napi::JsFunction<std::int64_t(std::int64_t)> transform(env, argv[0]);
-    check(napi_create_function(env, "settle", NAPI_AUTO_LENGTH, Settle, job.get(), &settle_fn),
-          "napi_create_function");
+    check(napi_create_function(env, "settle", NAPI_AUTO_LENGTH, Settle, job.get(), &settle_fn), "napi_create_function");
     xthread_napi::JsFunction<void(bool, std::int64_t, std::string)> settle(env, settle_fn);
     check(napi_create_promise(env, &job->deferred, &promise), "napi_create_promise");
     // Settle cannot run before this callback returns (it runs on this thread), so the Job is complete.

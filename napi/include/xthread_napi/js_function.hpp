@@ -132,8 +132,7 @@ class ConversionError : public Error {
 class NapiError : public Error {
  public:
   NapiError(const std::string& call, napi_status status)
-      : Error("xthread_napi: " + call + " failed (napi_status " + std::to_string(static_cast<int>(status)) +
-              ")"),
+      : Error("xthread_napi: " + call + " failed (napi_status " + std::to_string(static_cast<int>(status)) + ")"),
         status_(status) {}
   napi_status status() const noexcept { return status_; }
 
@@ -149,22 +148,34 @@ inline void check(napi_status status, const char* call) {
 
 // The exception object is made inside this function, so no temporary of the calling thread still shares
 // its (reference-counted) message once the pointer has been handed to another thread.
-inline std::exception_ptr closed_error(const std::string& reason) { return std::make_exception_ptr(ClosedError(reason)); }
+inline std::exception_ptr closed_error(const std::string& reason) {
+  return std::make_exception_ptr(ClosedError(reason));
+}
 
 inline const char* type_name(napi_env env, napi_value value) noexcept {
   napi_valuetype type = napi_undefined;
   if (napi_typeof(env, value, &type) != napi_ok) return "unknown";
   switch (type) {
-    case napi_undefined: return "undefined";
-    case napi_null: return "null";
-    case napi_boolean: return "boolean";
-    case napi_number: return "number";
-    case napi_string: return "string";
-    case napi_symbol: return "symbol";
-    case napi_object: return "object";
-    case napi_function: return "function";
-    case napi_external: return "external";
-    case napi_bigint: return "bigint";
+    case napi_undefined:
+      return "undefined";
+    case napi_null:
+      return "null";
+    case napi_boolean:
+      return "boolean";
+    case napi_number:
+      return "number";
+    case napi_string:
+      return "string";
+    case napi_symbol:
+      return "symbol";
+    case napi_object:
+      return "object";
+    case napi_function:
+      return "function";
+    case napi_external:
+      return "external";
+    case napi_bigint:
+      return "bigint";
   }
   return "unknown";
 }
@@ -270,7 +281,8 @@ struct Convert<std::int64_t> {
     if (type != napi_number) detail::type_mismatch(env, value, "integer number or BigInt");
     double d = 0;
     detail::check(napi_get_value_double(env, value, &d), "napi_get_value_double");
-    if (!std::isfinite(d) || std::trunc(d) != d) throw ConversionError("expected an integer, got a fractional or non-finite number");
+    if (!std::isfinite(d) || std::trunc(d) != d)
+      throw ConversionError("expected an integer, got a fractional or non-finite number");
     if (d < -static_cast<double>(kMaxSafe) || d > static_cast<double>(kMaxSafe)) {
       throw ConversionError("number is outside the exact integer range (|v| <= 2^53); pass a BigInt");
     }
@@ -332,10 +344,23 @@ struct Convert<std::vector<std::uint8_t>> {
                     "napi_get_typedarray_info");
       std::size_t element = 1;
       switch (type) {
-        case napi_int16_array: case napi_uint16_array: element = 2; break;
-        case napi_int32_array: case napi_uint32_array: case napi_float32_array: element = 4; break;
-        case napi_float64_array: case napi_bigint64_array: case napi_biguint64_array: element = 8; break;
-        default: element = 1; break;
+        case napi_int16_array:
+        case napi_uint16_array:
+          element = 2;
+          break;
+        case napi_int32_array:
+        case napi_uint32_array:
+        case napi_float32_array:
+          element = 4;
+          break;
+        case napi_float64_array:
+        case napi_bigint64_array:
+        case napi_biguint64_array:
+          element = 8;
+          break;
+        default:
+          element = 1;
+          break;
       }
       auto* bytes = static_cast<const std::uint8_t*>(data);
       return std::vector<std::uint8_t>(bytes, bytes + length * element);
@@ -345,7 +370,8 @@ struct Convert<std::vector<std::uint8_t>> {
       std::size_t length = 0, offset = 0;
       void* data = nullptr;
       napi_value arraybuffer = nullptr;
-      detail::check(napi_get_dataview_info(env, value, &length, &data, &arraybuffer, &offset), "napi_get_dataview_info");
+      detail::check(napi_get_dataview_info(env, value, &length, &data, &arraybuffer, &offset),
+                    "napi_get_dataview_info");
       auto* bytes = static_cast<const std::uint8_t*>(data);
       return std::vector<std::uint8_t>(bytes, bytes + length);
     }
@@ -826,8 +852,8 @@ class Core : public std::enable_shared_from_this<Core> {
     auto* keep = new std::shared_ptr<Core>(core);
     if (status == napi_ok) {
       status = napi_create_threadsafe_function(env, fn, nullptr, resource_name, /*max_queue_size=*/0,
-                                               /*initial_thread_count=*/1, keep, &Core::finalize, nullptr,
-                                               &call_js, &core->tsfn_);
+                                               /*initial_thread_count=*/1, keep, &Core::finalize, nullptr, &call_js,
+                                               &core->tsfn_);
     }
     if (status != napi_ok) {
       delete keep;
@@ -846,7 +872,8 @@ class Core : public std::enable_shared_from_this<Core> {
     int state = state_.load(std::memory_order_relaxed);
     if (state != open) {
       reason = exit_reason_ != nullptr ? exit_reason_
-               : state == closing ? "the function was released or aborted" : "the function's environment is gone";
+               : state == closing      ? "the function was released or aborted"
+                                       : "the function's environment is gone";
       return false;
     }
     // Linked before Node has it (the exit handler, which takes mutex_ exclusively, then finds it), so a
@@ -855,9 +882,10 @@ class Core : public std::enable_shared_from_this<Core> {
     napi_status status = napi_call_threadsafe_function(tsfn_, call, napi_tsfn_nonblocking);
     if (status == napi_ok) return true;
     unlink(call);
-    reason = (status == napi_closing || status == napi_invalid_arg)
-                 ? "the function's environment is shutting down"
-                 : "napi_call_threadsafe_function failed (napi_status " + std::to_string(static_cast<int>(status)) + ")";
+    reason =
+        (status == napi_closing || status == napi_invalid_arg)
+            ? "the function's environment is shutting down"
+            : "napi_call_threadsafe_function failed (napi_status " + std::to_string(static_cast<int>(status)) + ")";
     return false;
   }
 
@@ -892,7 +920,8 @@ class Core : public std::enable_shared_from_this<Core> {
   void unlink(CallBase* call) noexcept {
     std::lock_guard<std::mutex> lock(pending_mutex_);
     if (!call->linked) return;
-    if (call->prev != nullptr) call->prev->next = call->next; else pending_ = call->next;
+    if (call->prev != nullptr) call->prev->next = call->next;
+    else pending_ = call->next;
     if (call->next != nullptr) call->next->prev = call->prev;
     call->prev = call->next = nullptr;
     call->linked = false;
@@ -1254,8 +1283,12 @@ class JsFunction<R(Args...)> {
   explicit operator bool() const noexcept { return static_cast<bool>(owner_); }
 
   // JS thread only. Whether the function keeps its event loop alive (see Options::keep_alive).
-  void ref() const { if (owner_) owner_->core->set_ref(true); }
-  void unref() const { if (owner_) owner_->core->set_ref(false); }
+  void ref() const {
+    if (owner_) owner_->core->set_ref(true);
+  }
+  void unref() const {
+    if (owner_) owner_->core->set_ref(false);
+  }
 
  private:
   // The last handle releases the function; the Core itself lives on until Node's finalizer ran.

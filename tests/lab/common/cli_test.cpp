@@ -48,28 +48,27 @@ std::vector<std::string> xcall(std::vector<std::string> args) {
 
 INSTANTIATE_TEST_SUITE_P(
     BadInputs, CliError,
-    ::testing::Values(
-        BadInput{"no_subcommand", {}, "subcommand"},
-        BadInput{"unknown_subcommand", {"frobnicate"}, "frobnicate"},
-        BadInput{"unknown_flag", xcall({"--bogus"}), "--bogus"},
-        BadInput{"unknown_case", xcall({"--case", "4"}), "'4'"},
-        BadInput{"case_not_a_number", xcall({"--case", "one"}), "'one'"},
-        BadInput{"unknown_load", xcall({"--load", "idle,extreme"}), "'extreme'"},
-        BadInput{"unknown_format", xcall({"--format", "xml"}), "'xml'"},
-        BadInput{"payload_zero", xcall({"--payload", "10,0"}), "'0'"},
-        BadInput{"payload_over_1gib", xcall({"--payload", "1073741825"}), "1073741825"},
-        BadInput{"payload_negative", xcall({"--payload=-5"}), "-5"},
-        BadInput{"work_negative", xcall({"--work=-1ms"}), "-1ms"},
-        BadInput{"work_malformed", xcall({"--work", "1.5.3ms"}), "1.5.3ms"},
-        BadInput{"work_unknown_unit", xcall({"--work", "3parsecs"}), "3parsecs"},
-        BadInput{"work_no_unit", xcall({"--work", "100"}), "'100'"},
-        BadInput{"work_empty_item", xcall({"--work", "0,,1ms"}), "0,,1ms"},
-        BadInput{"gap_reversed", xcall({"--gap", "8ms-1ms"}), "8ms-1ms"},
-        BadInput{"gap_negative", xcall({"--gap=-1ms"}), "-1ms"},
-        BadInput{"calls_zero", xcall({"--calls", "0"}), "--calls"},
-        BadInput{"calls_garbage", xcall({"--calls", "12x"}), "12x"},
-        BadInput{"load_fib_zero", xcall({"--load-fib", "0"}), "--load-fib"},
-        BadInput{"load_fib_bad_level", xcall({"--load-fib", "extreme=20"}), "'extreme'"}),
+    ::testing::Values(BadInput{"no_subcommand", {}, "subcommand"},
+                      BadInput{"unknown_subcommand", {"frobnicate"}, "frobnicate"},
+                      BadInput{"unknown_flag", xcall({"--bogus"}), "--bogus"},
+                      BadInput{"unknown_case", xcall({"--case", "4"}), "'4'"},
+                      BadInput{"case_not_a_number", xcall({"--case", "one"}), "'one'"},
+                      BadInput{"unknown_load", xcall({"--load", "idle,extreme"}), "'extreme'"},
+                      BadInput{"unknown_format", xcall({"--format", "xml"}), "'xml'"},
+                      BadInput{"payload_zero", xcall({"--payload", "10,0"}), "'0'"},
+                      BadInput{"payload_over_1gib", xcall({"--payload", "1073741825"}), "1073741825"},
+                      BadInput{"payload_negative", xcall({"--payload=-5"}), "-5"},
+                      BadInput{"work_negative", xcall({"--work=-1ms"}), "-1ms"},
+                      BadInput{"work_malformed", xcall({"--work", "1.5.3ms"}), "1.5.3ms"},
+                      BadInput{"work_unknown_unit", xcall({"--work", "3parsecs"}), "3parsecs"},
+                      BadInput{"work_no_unit", xcall({"--work", "100"}), "'100'"},
+                      BadInput{"work_empty_item", xcall({"--work", "0,,1ms"}), "0,,1ms"},
+                      BadInput{"gap_reversed", xcall({"--gap", "8ms-1ms"}), "8ms-1ms"},
+                      BadInput{"gap_negative", xcall({"--gap=-1ms"}), "-1ms"},
+                      BadInput{"calls_zero", xcall({"--calls", "0"}), "--calls"},
+                      BadInput{"calls_garbage", xcall({"--calls", "12x"}), "12x"},
+                      BadInput{"load_fib_zero", xcall({"--load-fib", "0"}), "--load-fib"},
+                      BadInput{"load_fib_bad_level", xcall({"--load-fib", "extreme=20"}), "'extreme'"}),
     [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 TEST(CliError, UnwritableOutIsRejectedBeforeMeasuring) {
@@ -129,13 +128,13 @@ TEST(Cli, OutWritesResultsAndCharts) {
   }
   TempDir tmp;
   const auto out = tmp.path() / "run";
-  auto args = xcall({"--out", out.string(), "--case", "1,2,3", "--load", "idle", "--payload", "10,1000",
-                     "--format", "json"});
+  auto args =
+      xcall({"--out", out.string(), "--case", "1,2,3", "--load", "idle", "--payload", "10,1000", "--format", "json"});
   args.insert(args.end(), kTiny.begin(), kTiny.end());
   const auto r = run_bench(args);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* f : {"results.json", "results.csv", "report.txt", "xcall_load.png", "xcall_payload.png",
-                        "xcall_cdf.png"}) {
+  for (const char* f :
+       {"results.json", "results.csv", "report.txt", "xcall_load.png", "xcall_payload.png", "xcall_cdf.png"}) {
     EXPECT_TRUE(std::filesystem::exists(out / f)) << f;
   }
   std::ifstream in(out / "results.json");

@@ -63,8 +63,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_floor_round_trips_zero", "xcall", "--floor-round-trips", "0"},
         BadFlag{"xcall_calls_huge", "xcall", "--calls", "99999999999"},
         BadFlag{"xcall_calls_just_over", "xcall", "--calls", "1000001"},
-        BadFlag{"xcall_calls_empty", "xcall", "--calls", ""},
-        BadFlag{"xcall_calls_negative", "xcall", "--calls", "-5"},
+        BadFlag{"xcall_calls_empty", "xcall", "--calls", ""}, BadFlag{"xcall_calls_negative", "xcall", "--calls", "-5"},
         BadFlag{"xcall_calls_garbage", "xcall", "--calls", "lots"},
         BadFlag{"xcall_calls_fraction", "xcall", "--calls", "2.5"},
         // A single value is taken as typed (issue #22, item 8): surrounding spaces are a quoting slip.
@@ -73,8 +72,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_seed_leading_space", "xcall", "--seed", " 7"},
         BadFlag{"xcall_backlog_task_work_leading_space", "xcall", "--backlog-task-work", " 5us"},
         BadFlag{"xcall_warmup_huge", "xcall", "--warmup", "1000001"},
-        BadFlag{"xcall_warmup_empty", "xcall", "--warmup", ""},
-        BadFlag{"xcall_seed_zero", "xcall", "--seed", "0"},
+        BadFlag{"xcall_warmup_empty", "xcall", "--warmup", ""}, BadFlag{"xcall_seed_zero", "xcall", "--seed", "0"},
         BadFlag{"xcall_seed_empty", "xcall", "--seed", ""},
         BadFlag{"xcall_seed_overflow", "xcall", "--seed", "18446744073709551616"},
         BadFlag{"xcall_load_fib_huge", "xcall", "--load-fib", "61"},
@@ -83,10 +81,8 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_payload_huge", "xcall", "--payload", "1073741825"},
         BadFlag{"xcall_payload_empty", "xcall", "--payload", ""},
         BadFlag{"xcall_payload_negative", "xcall", "--payload", "-10"},
-        BadFlag{"xcall_case_empty", "xcall", "--case", ""},
-        BadFlag{"xcall_load_empty", "xcall", "--load", ""},
-        BadFlag{"xcall_host_empty", "xcall", "--host", ""},
-        BadFlag{"xcall_host_unknown", "xcall", "--host", "libuv"},
+        BadFlag{"xcall_case_empty", "xcall", "--case", ""}, BadFlag{"xcall_load_empty", "xcall", "--load", ""},
+        BadFlag{"xcall_host_empty", "xcall", "--host", ""}, BadFlag{"xcall_host_unknown", "xcall", "--host", "libuv"},
         BadFlag{"xcall_host_twice", "xcall", "--host", "uv,uv", "uv"},
         // xcall: the priority point's backlog
         BadFlag{"xcall_backlog_tasks_zero", "xcall", "--backlog-tasks", "0"},
@@ -96,33 +92,26 @@ INSTANTIATE_TEST_SUITE_P(
         // xcall: durations
         BadFlag{"xcall_work_too_long", "xcall", "--work", "11s"},
         BadFlag{"xcall_work_hours", "xcall", "--work", "100000000s"},
-        BadFlag{"xcall_work_empty", "xcall", "--work", ""},
-        BadFlag{"xcall_work_negative", "xcall", "--work", "-1ms"},
+        BadFlag{"xcall_work_empty", "xcall", "--work", ""}, BadFlag{"xcall_work_negative", "xcall", "--work", "-1ms"},
         BadFlag{"xcall_gap_too_long", "xcall", "--gap", "11s"},
         BadFlag{"xcall_gap_max_too_long", "xcall", "--gap", "0-11s", "11s"},
-        BadFlag{"xcall_gap_empty", "xcall", "--gap", ""},
-        BadFlag{"xcall_gap_garbage", "xcall", "--gap", "soon"},
+        BadFlag{"xcall_gap_empty", "xcall", "--gap", ""}, BadFlag{"xcall_gap_garbage", "xcall", "--gap", "soon"},
         // xcall: output
-        BadFlag{"xcall_out_empty", "xcall", "--out", ""},
-        BadFlag{"xcall_format_empty", "xcall", "--format", ""},
+        BadFlag{"xcall_out_empty", "xcall", "--out", ""}, BadFlag{"xcall_format_empty", "xcall", "--format", ""},
         // napi (checked before node is looked for)
         BadFlag{"napi_calls_huge", "napi", "--calls", "99999999999"},
         BadFlag{"napi_calls_empty", "napi", "--calls", ""},
         BadFlag{"napi_calls_leading_space", "napi", "--calls", " 5"},
         BadFlag{"napi_floor_round_trips_huge", "napi", "--floor-round-trips", "99999999999999"},
         BadFlag{"napi_seed_beyond_node", "napi", "--seed", "10000001"},
-        BadFlag{"napi_work_too_long", "napi", "--work", "11s"},
-        BadFlag{"napi_gap_empty", "napi", "--gap", ""},
-        BadFlag{"napi_node_empty", "napi", "--node", ""},
-        BadFlag{"napi_addon_empty", "napi", "--addon", ""},
+        BadFlag{"napi_work_too_long", "napi", "--work", "11s"}, BadFlag{"napi_gap_empty", "napi", "--gap", ""},
+        BadFlag{"napi_node_empty", "napi", "--node", ""}, BadFlag{"napi_addon_empty", "napi", "--addon", ""},
         BadFlag{"napi_out_empty", "napi", "--out", ""},
         // pool
         BadFlag{"pool_ops_huge", "pool", "--ops", "999999999999"},
-        BadFlag{"pool_ops_just_over", "pool", "--ops", "10000001"},
-        BadFlag{"pool_ops_empty", "pool", "--ops", ""},
+        BadFlag{"pool_ops_just_over", "pool", "--ops", "10000001"}, BadFlag{"pool_ops_empty", "pool", "--ops", ""},
         BadFlag{"pool_tasks_huge", "pool", "--tasks", "999999999999"},
-        BadFlag{"pool_runs_huge", "pool", "--runs", "1001"},
-        BadFlag{"pool_runs_negative", "pool", "--runs", "-3"},
+        BadFlag{"pool_runs_huge", "pool", "--runs", "1001"}, BadFlag{"pool_runs_negative", "pool", "--runs", "-3"},
         BadFlag{"pool_threads_huge", "pool", "--threads", "1025"},
         BadFlag{"pool_workers_empty", "pool", "--workers", ""},
         BadFlag{"pool_producers_huge", "pool", "--producers", "100000"},
@@ -131,8 +120,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"pool_idle_window_empty", "pool", "--idle-window", ""},
         BadFlag{"pool_burst_long_too_long", "pool", "--burst-long", "61s"},
         BadFlag{"pool_burst_short_garbage", "pool", "--burst-short", "1ms!"},
-        BadFlag{"pool_workload_empty", "pool", "--workload", ""},
-        BadFlag{"pool_pools_empty", "pool", "--pools", ""},
+        BadFlag{"pool_workload_empty", "pool", "--workload", ""}, BadFlag{"pool_pools_empty", "pool", "--pools", ""},
         BadFlag{"pool_out_empty", "pool", "--out", ""}),
     [](const ::testing::TestParamInfo<BadFlag>& info) { return std::string(info.param.name); });
 
@@ -174,8 +162,9 @@ TEST(FlagRange, HelpStatesTheRanges) {
 
 // Item 4: the published figures carry the study's public name, repository or link, and table.
 TEST(PublishedCitation, XcallJsonAndTableNameTheStudy) {
-  const std::vector<std::string> tiny = {"xcall", "--case", "1", "--load", "idle", "--payload", "10", "--calls", "5",
-                                         "--floor-round-trips", "10", "--quiet"};
+  const std::vector<std::string> tiny = {"xcall",     "--case", "1",       "--load", "idle",
+                                         "--payload", "10",     "--calls", "5",      "--floor-round-trips",
+                                         "10",        "--quiet"};
   auto json_args = tiny;
   json_args.insert(json_args.end(), {"--format", "json"});
   const auto r = run_bench(json_args, 60s);

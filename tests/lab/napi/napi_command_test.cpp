@@ -33,13 +33,13 @@ std::vector<std::string> napi(std::vector<std::string> args) {
 // Skips the calling test unless node and the addon of this build exist. In a sanitizer build the addon
 // needs its sanitizer runtime preloaded into node, which `xthread-bench napi` does not do; the bridge
 // itself is tested under the sanitizers by napi/run-tests.sh.
-#define SKIP_WITHOUT_NODE()                                                                                  \
-  do {                                                                                                      \
+#define SKIP_WITHOUT_NODE()                                                                                \
+  do {                                                                                                     \
     if (XTHREAD_LAB_SANITIZED) GTEST_SKIP() << "sanitizer build: node cannot load the instrumented addon"; \
-    if (!xthread_lab::find_node()) GTEST_SKIP() << "no 'node' in PATH: the Node-API half cannot run";       \
-    if (!std::filesystem::exists(xthread_lab::default_napi_addon())) {                                      \
-      GTEST_SKIP() << "addon " << xthread_lab::default_napi_addon() << " not built (no Node headers?)";     \
-    }                                                                                                       \
+    if (!xthread_lab::find_node()) GTEST_SKIP() << "no 'node' in PATH: the Node-API half cannot run";      \
+    if (!std::filesystem::exists(xthread_lab::default_napi_addon())) {                                     \
+      GTEST_SKIP() << "addon " << xthread_lab::default_napi_addon() << " not built (no Node headers?)";    \
+    }                                                                                                      \
   } while (0)
 
 struct BadInput {
@@ -71,22 +71,21 @@ TEST_P(NapiCliError, ExitsTwoWithOneStderrLine) {
   EXPECT_FALSE(std::filesystem::exists(out)) << "bad input must not create --out";
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    BadInputs, NapiCliError,
-    ::testing::Values(BadInput{"unknown_flag", napi({"--bogus"}), "--bogus"},
-                      BadInput{"unknown_case", napi({"--case", "4"}), "'4'"},
-                      BadInput{"unknown_load", napi({"--load", "extreme"}), "'extreme'"},
-                      BadInput{"unknown_format", napi({"--format", "xml"}), "'xml'"},
-                      BadInput{"calls_zero", napi({"--calls", "0"}), "--calls"},
-                      BadInput{"calls_beyond_node", napi({"--calls", "10000001"}), "10000001"},
-                      BadInput{"seed_beyond_node", napi({"--seed", "10000001"}), "--seed"},
-                      BadInput{"payload_below_node", napi({"--payload", "1"}), "--payload: '1'"},
-                      BadInput{"payload_beyond_node", napi({"--payload", "64000001"}), "64000001"},
-                      BadInput{"work_malformed", napi({"--work", "3parsecs"}), "3parsecs"},
-                      BadInput{"work_beyond_node", napi({"--work", "11s"}), "--work: '11s'"},
-                      BadInput{"gap_not_offered", napi({"--gap", "0-1ms"}), "--gap"},
-                      BadInput{"load_fib_not_offered", napi({"--load-fib", "20"}), "--load-fib"}),
-    [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(BadInputs, NapiCliError,
+                         ::testing::Values(BadInput{"unknown_flag", napi({"--bogus"}), "--bogus"},
+                                           BadInput{"unknown_case", napi({"--case", "4"}), "'4'"},
+                                           BadInput{"unknown_load", napi({"--load", "extreme"}), "'extreme'"},
+                                           BadInput{"unknown_format", napi({"--format", "xml"}), "'xml'"},
+                                           BadInput{"calls_zero", napi({"--calls", "0"}), "--calls"},
+                                           BadInput{"calls_beyond_node", napi({"--calls", "10000001"}), "10000001"},
+                                           BadInput{"seed_beyond_node", napi({"--seed", "10000001"}), "--seed"},
+                                           BadInput{"payload_below_node", napi({"--payload", "1"}), "--payload: '1'"},
+                                           BadInput{"payload_beyond_node", napi({"--payload", "64000001"}), "64000001"},
+                                           BadInput{"work_malformed", napi({"--work", "3parsecs"}), "3parsecs"},
+                                           BadInput{"work_beyond_node", napi({"--work", "11s"}), "--work: '11s'"},
+                                           BadInput{"gap_not_offered", napi({"--gap", "0-1ms"}), "--gap"},
+                                           BadInput{"load_fib_not_offered", napi({"--load-fib", "20"}), "--load-fib"}),
+                         [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
 
 // Environment errors are checked after the flags and before anything is measured or written: exit 1.
 TEST(NapiCli, MissingNodeExitsOne) {
@@ -148,9 +147,9 @@ TEST(NapiPlan, DefaultMatrixTakesTwoNodeRuns) {
   EXPECT_EQ(inv[1].calls, xthread_lab::kDefaultLoadedCalls);
   EXPECT_EQ(covered(o), planned(o));
   const auto args = xthread_lab::node_arguments(o, inv[1]);
-  const std::vector<std::string> expected = {"--impl", "bridge,raw", "--case", "1,2,3", "--load", "medium,heavy",
-                                             "--payload", "10", "--work", "0ns", "--calls", "1000", "--warmup", "20",
-                                             "--seed", "0"};
+  const std::vector<std::string> expected = {"--impl",    "bridge,raw", "--case", "1,2,3", "--load",  "medium,heavy",
+                                             "--payload", "10",         "--work", "0ns",   "--calls", "1000",
+                                             "--warmup",  "20",         "--seed", "0"};
   EXPECT_EQ(args, expected);
 }
 
@@ -257,8 +256,8 @@ TEST(NapiRun, TableAndOutDirectory) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
   if (!charts) GTEST_SKIP() << "/usr/bin/python3 with matplotlib is not installed: --out not tested";
-  for (const char* f : {"results.json", "results.csv", "report.txt", "xcall_load.png", "xcall_payload.png",
-                        "xcall_cdf.png"}) {
+  for (const char* f :
+       {"results.json", "results.csv", "report.txt", "xcall_load.png", "xcall_payload.png", "xcall_cdf.png"}) {
     EXPECT_TRUE(std::filesystem::exists(out / f)) << f;
   }
   std::ifstream in(out / "results.json");

@@ -59,40 +59,26 @@ TEST_P(PoolBadInput, OneLineOnStderrAndExitTwo) {
 
 INSTANTIATE_TEST_SUITE_P(
     Pool, PoolBadInput,
-    testing::Values(BadInput{{"--workload", "nope"}, "nope"},
-                    BadInput{{"--workload", "empty,nope"}, "nope"},
-                    BadInput{{"--workload", "empty,,bulk"}, "--workload"},
-                    BadInput{{"--pools", "folly"}, "folly"},
-                    BadInput{{"--pools", "xthread,asio,"}, "--pools"},
-                    BadInput{{"--threads", "0"}, "--threads"},
-                    BadInput{{"--threads=-1"}, "--threads"},
-                    BadInput{{"--threads", "-4"}, "-4"},
-                    BadInput{{"--threads", "many"}, "--threads"},
-                    BadInput{{"--workers", "0"}, "--workers"},
-                    BadInput{{"--tasks", "0"}, "--tasks"},
-                    BadInput{{"--tasks=-100"}, "--tasks"},
-                    BadInput{{"--runs", "0"}, "--runs"},
-                    BadInput{{"--runs=-2"}, "--runs"},
-                    BadInput{{"--runs", "2.5"}, "--runs"},
-                    BadInput{{"--producers", "0"}, "--producers"},
-                    BadInput{{"--producers=-1"}, "--producers"},
-                    BadInput{{"--ops", "0"}, "--ops"},
-                    BadInput{{"--window", "10"}, "10"},
-                    BadInput{{"--window", "ten seconds"}, "ten seconds"},
-                    BadInput{{"--window=-1s"}, "-1s"},
-                    BadInput{{"--window", "0"}, "--window"},
-                    BadInput{{"--window", "5 parsecs"}, "parsecs"},
-                    BadInput{{"--idle-window", "1x"}, "1x"},
-                    BadInput{{"--burst-long", "0"}, "--burst-long"},
-                    BadInput{{"--burst-short", "soon"}, "soon"},
-                    BadInput{{"--workload", "bursts"}, "bursts"},
-                    BadInput{{"--format", "xml"}, "xml"},
+    testing::Values(BadInput{{"--workload", "nope"}, "nope"}, BadInput{{"--workload", "empty,nope"}, "nope"},
+                    BadInput{{"--workload", "empty,,bulk"}, "--workload"}, BadInput{{"--pools", "folly"}, "folly"},
+                    BadInput{{"--pools", "xthread,asio,"}, "--pools"}, BadInput{{"--threads", "0"}, "--threads"},
+                    BadInput{{"--threads=-1"}, "--threads"}, BadInput{{"--threads", "-4"}, "-4"},
+                    BadInput{{"--threads", "many"}, "--threads"}, BadInput{{"--workers", "0"}, "--workers"},
+                    BadInput{{"--tasks", "0"}, "--tasks"}, BadInput{{"--tasks=-100"}, "--tasks"},
+                    BadInput{{"--runs", "0"}, "--runs"}, BadInput{{"--runs=-2"}, "--runs"},
+                    BadInput{{"--runs", "2.5"}, "--runs"}, BadInput{{"--producers", "0"}, "--producers"},
+                    BadInput{{"--producers=-1"}, "--producers"}, BadInput{{"--ops", "0"}, "--ops"},
+                    BadInput{{"--window", "10"}, "10"}, BadInput{{"--window", "ten seconds"}, "ten seconds"},
+                    BadInput{{"--window=-1s"}, "-1s"}, BadInput{{"--window", "0"}, "--window"},
+                    BadInput{{"--window", "5 parsecs"}, "parsecs"}, BadInput{{"--idle-window", "1x"}, "1x"},
+                    BadInput{{"--burst-long", "0"}, "--burst-long"}, BadInput{{"--burst-short", "soon"}, "soon"},
+                    BadInput{{"--workload", "bursts"}, "bursts"}, BadInput{{"--format", "xml"}, "xml"},
                     BadInput{{"--no-such-flag"}, "no-such-flag"}),
     PrintBadInput);
 
 // A tiny run: fast, every pool, checks the output formats end to end.
-const std::vector<std::string> kTiny = {"--workload", "empty,futures,bulk", "--runs", "1", "--ops", "200",
-                                        "--workers", "2", "--quiet"};
+const std::vector<std::string> kTiny = {"--workload", "empty,futures,bulk", "--runs", "1",      "--ops",
+                                        "200",        "--workers",          "2",      "--quiet"};
 
 TEST(PoolCli, JsonOutputIsTheSchemaAndEveryTaskRanOnce) {
   auto args = kTiny;
@@ -165,8 +151,8 @@ TEST(PoolCli, CsvHasOneRowPerRun) {
 }
 
 TEST(PoolCli, TableShowsThePublishedEterfreeTableBesideTheRuns) {
-  const Outcome o = run_pool({"--workload", "eterfree", "--pools", "naive", "--runs", "1", "--tasks", "64",
-                              "--threads", "4", "--quiet"});
+  const Outcome o = run_pool(
+      {"--workload", "eterfree", "--pools", "naive", "--runs", "1", "--tasks", "64", "--threads", "4", "--quiet"});
   ASSERT_EQ(o.exit_code, 0) << o.err;
   EXPECT_NE(o.out.find("80093"), std::string::npos) << o.out;    // published run 1
   EXPECT_NE(o.out.find("8.00782"), std::string::npos) << o.out;  // published average

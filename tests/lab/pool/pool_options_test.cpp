@@ -87,12 +87,12 @@ TEST(PoolOptions, NewWorkloadsByNameAndBurstDurations) {
 
 TEST(PoolOptions, BadValuesAreUsageErrors) {
   const std::vector<std::pair<std::string RawOptions::*, std::string>> cases = {
-      {&RawOptions::workloads, "nope"}, {&RawOptions::workloads, ""},     {&RawOptions::pools, "nope"},
-      {&RawOptions::runs, "0"},         {&RawOptions::threads, "-1"},     {&RawOptions::threads, "100000"},
-      {&RawOptions::workers, "0"},      {&RawOptions::tasks, "0"},        {&RawOptions::ops, "0"},
-      {&RawOptions::producers, "0"},    {&RawOptions::window, "0"},       {&RawOptions::window, "1"},
-      {&RawOptions::idle_window, "-1s"}, {&RawOptions::format, "yaml"},
-      {&RawOptions::burst_long, "0"},   {&RawOptions::burst_long, "300"}, {&RawOptions::burst_short, "-1ms"},
+      {&RawOptions::workloads, "nope"},  {&RawOptions::workloads, ""},       {&RawOptions::pools, "nope"},
+      {&RawOptions::runs, "0"},          {&RawOptions::threads, "-1"},       {&RawOptions::threads, "100000"},
+      {&RawOptions::workers, "0"},       {&RawOptions::tasks, "0"},          {&RawOptions::ops, "0"},
+      {&RawOptions::producers, "0"},     {&RawOptions::window, "0"},         {&RawOptions::window, "1"},
+      {&RawOptions::idle_window, "-1s"}, {&RawOptions::format, "yaml"},      {&RawOptions::burst_long, "0"},
+      {&RawOptions::burst_long, "300"},  {&RawOptions::burst_short, "-1ms"},
   };
   for (const auto& [field, value] : cases) {
     RawOptions raw;

@@ -91,8 +91,7 @@ std::string Name(const testing::TestParamInfo<std::tuple<Workload, std::string>>
 }
 
 INSTANTIATE_TEST_SUITE_P(Pool, EveryWorkloadOnEveryPool,
-                         testing::Combine(testing::ValuesIn(kAllWorkloads),
-                                          testing::ValuesIn(every_pool_name())),
+                         testing::Combine(testing::ValuesIn(kAllWorkloads), testing::ValuesIn(every_pool_name())),
                          Name);
 
 // ------------------------------------------------------------------------------------------------
@@ -415,10 +414,14 @@ PoolReport made_up_report(std::size_t runs) {
   // producers: M tasks/s xthread 6, asio 3, tbb 4.5, naive 2 -> 6 / 4.5 = 1.33 (< 1.5: not met);
   //            CPU-ns/task xthread 200, asio 150, tbb 300, naive 500 -> 200 / 150 = 1.33 (> 1: not met)
   const std::vector<std::tuple<Workload, std::string, double, double>> rows = {
-      {Workload::empty, "xthread", 1e-3, 100e-6},   {Workload::empty, "asio", 1e-3, 300e-6},
-      {Workload::empty, "tbb", 1e-3, 250e-6},       {Workload::empty, "naive", 1e-3, 400e-6},
-      {Workload::producers, "xthread", 1.0 / 6e3, 200e-6}, {Workload::producers, "asio", 1.0 / 3e3, 150e-6},
-      {Workload::producers, "tbb", 1.0 / 4.5e3, 300e-6},    {Workload::producers, "naive", 1.0 / 2e3, 500e-6}};
+      {Workload::empty, "xthread", 1e-3, 100e-6},
+      {Workload::empty, "asio", 1e-3, 300e-6},
+      {Workload::empty, "tbb", 1e-3, 250e-6},
+      {Workload::empty, "naive", 1e-3, 400e-6},
+      {Workload::producers, "xthread", 1.0 / 6e3, 200e-6},
+      {Workload::producers, "asio", 1.0 / 3e3, 150e-6},
+      {Workload::producers, "tbb", 1.0 / 4.5e3, 300e-6},
+      {Workload::producers, "naive", 1.0 / 2e3, 500e-6}};
   for (const auto& [w, pool, wall, cpu] : rows) {
     Series s;
     s.workload = w;
@@ -492,7 +495,8 @@ void burn_cpu(std::chrono::nanoseconds d) {
   for (;;) {
     timespec now{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-    const auto used = std::chrono::seconds(now.tv_sec - start.tv_sec) + std::chrono::nanoseconds(now.tv_nsec - start.tv_nsec);
+    const auto used =
+        std::chrono::seconds(now.tv_sec - start.tv_sec) + std::chrono::nanoseconds(now.tv_nsec - start.tv_nsec);
     if (used >= d) return;
   }
 }

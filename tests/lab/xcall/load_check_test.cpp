@@ -101,7 +101,8 @@ xthread_lab::XcallPoint point(const char* impl, const char* level, double mean_u
 }
 
 TEST(CombinedTable, FlaggedRowsAndTheRawColumn) {
-  const std::vector<xthread_lab::XcallPoint> raw = {point("node-api-raw", "idle", 30), point("node-api-raw", "heavy", 900)};
+  const std::vector<xthread_lab::XcallPoint> raw = {point("node-api-raw", "idle", 30),
+                                                    point("node-api-raw", "heavy", 900)};
   const std::vector<xthread_lab::XcallPoint> bridge = {point("node-api", "idle", 40), point("node-api", "heavy", 1000)};
   const std::vector<xthread_lab::XcallPoint> xthread = {point("xthread", "idle", 20), point("xthread", "heavy", 500)};
   const std::string table = xthread_lab::render_combined_table(bridge, xthread, raw, {"heavy"});

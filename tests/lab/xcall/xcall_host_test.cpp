@@ -228,10 +228,10 @@ TEST(XcallHostCli, EveryHostFromTheCommandLine) {
 }
 
 TEST(XcallHostCli, PriorityPointFromTheCommandLine) {
-  const auto r = run_bench({"xcall", "--priority-point", "--host", "uv-nested", "--backlog-tasks", "8",
-                            "--backlog-task-work", "2us", "--calls", "5", "--floor-round-trips", "10", "--quiet",
-                            "--format", "json"},
-                           60s);
+  const auto r =
+      run_bench({"xcall", "--priority-point", "--host", "uv-nested", "--backlog-tasks", "8", "--backlog-task-work",
+                 "2us", "--calls", "5", "--floor-round-trips", "10", "--quiet", "--format", "json"},
+                60s);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto doc = nlohmann::json::parse(r.out);
   EXPECT_EQ(doc.at("config").at("priority_point").at("backlog_tasks"), 8);
@@ -263,12 +263,13 @@ TEST_P(XcallHostConflict, ExitsTwoWithOneLine) {
 
 INSTANTIATE_TEST_SUITE_P(
     Flags, XcallHostConflict,
-    ::testing::Values(Conflict{"unknown_host", {"--host", "direct,libuv"}, "'libuv'"},
-                      Conflict{"host_twice", {"--host", "uv,direct,uv"}, "twice"},
-                      Conflict{"priority_point_with_case", {"--priority-point", "--case", "1"}, "--case: does not apply"},
-                      Conflict{"priority_point_with_load", {"--priority-point", "--load", "idle"}, "--load"},
-                      Conflict{"backlog_without_priority_point", {"--backlog-tasks", "8"}, "--priority-point"},
-                      Conflict{"backlog_work_without_priority_point", {"--backlog-task-work", "1us"}, "--priority-point"}),
+    ::testing::Values(
+        Conflict{"unknown_host", {"--host", "direct,libuv"}, "'libuv'"},
+        Conflict{"host_twice", {"--host", "uv,direct,uv"}, "twice"},
+        Conflict{"priority_point_with_case", {"--priority-point", "--case", "1"}, "--case: does not apply"},
+        Conflict{"priority_point_with_load", {"--priority-point", "--load", "idle"}, "--load"},
+        Conflict{"backlog_without_priority_point", {"--backlog-tasks", "8"}, "--priority-point"},
+        Conflict{"backlog_work_without_priority_point", {"--backlog-task-work", "1us"}, "--priority-point"}),
     [](const ::testing::TestParamInfo<Conflict>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -26,9 +26,9 @@ void expect_summary(const json& s, const std::string& where) {
 class XcallSchema : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const auto r = xthread_lab_test::run_bench({"xcall", "--case", "1,2,3", "--load", "idle,medium", "--load-fib",
-                                                 "16", "--payload", "10,1000", "--calls", "8", "--gap", "0-1ms",
-                                                 "--floor-round-trips", "50", "--format", "json", "--quiet"});
+    const auto r = xthread_lab_test::run_bench({"xcall", "--case", "1,2,3", "--load", "idle,medium", "--load-fib", "16",
+                                                "--payload", "10,1000", "--calls", "8", "--gap", "0-1ms",
+                                                "--floor-round-trips", "50", "--format", "json", "--quiet"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     doc_ = new json(json::parse(r.out));
   }
