@@ -280,10 +280,11 @@ TEST(Future, TaskGroupSubmitAndCancel) {
     return 1;
   });
   auto second = group.submit([] { return 2; });
-  // The first task may or may not have started; cancel drops whichever had not.
-  std::thread opener([&] { gate.open(); });
+  // The first task may or may not have started (it then waits at the gate); cancel drops whichever had
+  // not. The gate opens only after cancel(): opened earlier, the first task could finish and the one
+  // worker start the second before cancel() looks, and nothing would be left to cancel.
   const std::size_t cancelled = group.cancel();
-  opener.join();
+  gate.open();
   group.wait();
   int values = 0;
   int closed = 0;
