@@ -15,6 +15,7 @@ packages=(
   python3 python3-matplotlib
   make  # node-gyp generates Makefiles
   chromium  # tests/lab/report renders the lab's results/index.html in headless Chromium
+  fonts-wqy-microhei  # ... and checks the studies' Chinese titles are drawn with real glyphs, not boxes
   clang-format-19 clang-tidy-19  # scripts/test's lint stage (.clang-format, .clang-tidy)
 )
 missing=()

@@ -5,8 +5,9 @@
 Usage: chromium_report_test.py --bench XTHREAD_BENCH --micro XTHREAD_MICRO --node NODE [--addon ADDON]
 (run by ctest as lab_report_chromium).
 
-1. Finds Chromium (Debian package `chromium`); when missing it installs it with apt-get (apt-get update
-   first if the package is unknown; sudo -n when not root). If that fails the test is skipped (exit 77)
+1. Finds Chromium (Debian package `chromium`) and a font with Chinese glyphs (fc-list :lang=zh; Debian
+   package fonts-wqy-microhei); when missing it installs them with apt-get (apt-get update first if a
+   package is unknown; sudo -n when not root). If that fails the test is skipped (exit 77)
    with the reason, except under CI=true, where it fails: CI must run this test.
 2. Makes a tiny results set in seconds with the real commands (xcall, napi when the addon was built, pool,
    micro at minimal sizes), run.json through run_json.py, then the page through html_report.py.
@@ -14,7 +15,8 @@ Usage: chromium_report_test.py --bench XTHREAD_BENCH --micro XTHREAD_MICRO --nod
    WebSocket) and checks: every expected table id, every chart an <img> whose data: URI decoded to a
    non-empty image, the section headings, the quick-run banner, napi shown as "not run" when skipped, no
    scripts, no request beyond the page itself, and no console message of level error or warning, no
-   uncaught exception, no browser log error.
+   uncaught exception, no browser log error; and that the studies' Chinese titles are drawn with a font
+   that has their glyphs (CSS.getPlatformFontsForNode), not as boxes.
 """
 
 import argparse
@@ -30,6 +32,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.normpath(os.path.join(HERE, "..", "..", ".."))
 REPORT = os.path.join(SOURCE, "bench", "lab", "report")
 SKIP = 77
+CHINESE_FONT = "fonts-wqy-microhei"  # 1.6 MB; scripts/install-deps.sh installs it beside chromium
 
 
 def log(message):
@@ -44,14 +47,14 @@ def find_chromium():
     return None
 
 
-def install_chromium():
-    """apt-get install chromium (after apt-get update when apt does not know it); the reason on failure."""
+def install_packages(packages):
+    """apt-get install PACKAGES (after apt-get update when apt does not know them); the reason on failure."""
     prefix = [] if os.geteuid() == 0 else ["sudo", "-n"]
     if prefix and not shutil.which("sudo"):
         return "not root and no sudo"
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    install = prefix + ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "chromium"]
-    log("Chromium is missing: " + " ".join(install))
+    install = prefix + ["apt-get", "install", "-y", "-qq", "--no-install-recommends"] + packages
+    log("missing: " + " ".join(install))
     started = time.monotonic()
     try:
         result = subprocess.run(install, env=env, capture_output=True, text=True)
@@ -62,9 +65,18 @@ def install_chromium():
     except OSError as exc:
         return f"cannot run {install[0]}: {exc}"
     if result.returncode != 0:
-        return f"apt-get install chromium failed: {(result.stderr or result.stdout).strip()[-300:]}"
-    log(f"installed Chromium in {time.monotonic() - started:.0f} s")
+        return f"apt-get install {' '.join(packages)} failed: {(result.stderr or result.stdout).strip()[-300:]}"
+    log(f"installed {' '.join(packages)} in {time.monotonic() - started:.0f} s")
     return None
+
+
+def chinese_font_families():
+    """The font families fontconfig says cover Chinese (fc-list :lang=zh), as Chromium on Linux finds them."""
+    try:
+        result = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True)
+    except OSError:
+        return set()
+    return {name.strip() for line in result.stdout.splitlines() for name in line.split(",") if name.strip()}
 
 
 def run(argv, stdout_path=None, env=None):
@@ -152,6 +164,15 @@ def check(page, napi):
     expect(not page["exceptions"], f"uncaught exceptions: {page['exceptions']}")
     bad_log = [e for e in page["log"] if e["level"] in ("error", "warning")]
     expect(not bad_log, f"browser log: {bad_log}")
+    # The studies' Chinese titles are drawn with a font that has their glyphs (not as boxes): fontconfig's
+    # fonts for Chinese drew at least as many glyphs as the element's text has CJK characters.
+    chinese = chinese_font_families()
+    expect(page["cjk"], "no element with Chinese text: the studies' cited titles are missing")
+    for element in page["cjk"]:
+        drawn = sum(f["glyphCount"] for f in element["fonts"] if f["familyName"] in chinese)
+        expect(drawn >= element["cjk_chars"],
+               f"Chinese text drawn without a Chinese font ({drawn} of {element['cjk_chars']} glyphs; fonts "
+               f"{[(f['familyName'], f['glyphCount']) for f in element['fonts']]}): {element['text']!r}")
     return problems
 
 
@@ -165,17 +186,19 @@ def main():
     in_ci = os.environ.get("CI") == "true"
     started = time.monotonic()
 
-    chromium = find_chromium()
-    if not chromium:
-        reason = install_chromium()
+    missing = ([] if find_chromium() else ["chromium"]) + ([] if chinese_font_families() else [CHINESE_FONT])
+    if missing:
+        reason = install_packages(missing)
         chromium = find_chromium()
-        if not chromium:
-            reason = reason or "chromium still not on PATH after installing it"
+        if not chromium or not chinese_font_families():
+            reason = reason or ("chromium still not on PATH after installing it" if not chromium
+                                else f"fc-list :lang=zh lists no font after installing {CHINESE_FONT}")
             if in_ci:
-                log(f"FAILED: CI=true and Chromium cannot be installed ({reason})")
+                log(f"FAILED: CI=true and {' '.join(missing)} cannot be installed ({reason})")
                 return 1
-            log(f"SKIPPED: Chromium cannot be installed ({reason}); install the Debian package chromium")
+            log(f"SKIPPED: {' '.join(missing)} cannot be installed ({reason}); install the Debian packages")
             return SKIP
+    chromium = find_chromium()
     if not args.node or not os.path.isfile(args.node):
         log(f"{'FAILED' if in_ci else 'SKIPPED'}: node not found ({args.node!r}); scripts/install-deps.sh installs it")
         return 1 if in_ci else SKIP

@@ -3,7 +3,8 @@
 // what a reader of the page would see plus everything the browser complained about:
 //   {"tables": [ids], "sections": [{"id", "class", "text"}], "headings": [text], "images": [{"id", "src_prefix",
 //    "src_bytes", "width", "height", "complete"}], "console": [...], "exceptions": [...], "log": [...],
-//    "requests": [urls that were not the page itself or data:]}
+//    "requests": [urls that were not the page itself or data:],
+//    "cjk": [{"text", "cjk_chars", "fonts": [{"familyName", "glyphCount"}]}] (elements with Chinese text)}
 // Usage: node --experimental-websocket render_page.mjs CHROMIUM PAGE.html
 // Node 20's WebSocket (behind --experimental-websocket) speaks the protocol; nothing from npm.
 import { spawn } from "node:child_process";
@@ -82,6 +83,46 @@ async function waitFor(predicate) {
   }
 }
 
+// Every rendered element whose own text has CJK characters (the studies' Chinese titles), with the platform fonts
+// Chromium drew its text with: [{"text", "cjk_chars", "fonts": [{"familyName", "glyphCount", ...}]}].
+async function cjkFonts(sessionId) {
+  const { result } = await send("Runtime.evaluate", {
+    returnByValue: true,
+    expression: `(() => {
+      const cjk = /[\\u2e80-\\u9fff\\uf900-\\ufaff\\uff00-\\uffef]/g;
+      const found = [];
+      const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+      for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+        const parent = n.parentElement;
+        // Only text the reader sees: a closed <details> renders nothing (and draws with no font).
+        if (!parent || !parent.checkVisibility({ contentVisibilityAuto: true }) || !cjk.test(n.data)) continue;
+        cjk.lastIndex = 0;
+        if (!parent.hasAttribute("data-cjk")) {
+          parent.setAttribute("data-cjk", String(found.length));
+          found.push({ text: "", cjk_chars: 0 });
+        }
+        const entry = found[Number(parent.getAttribute("data-cjk"))];
+        entry.text += n.data;
+        entry.cjk_chars += (n.data.match(cjk) || []).length;
+      }
+      return JSON.stringify(found);
+    })()`,
+  }, sessionId);
+  const found = JSON.parse(result.value);
+  if (found.length === 0) return [];
+  await send("DOM.enable", {}, sessionId);
+  await send("CSS.enable", {}, sessionId);
+  const { root } = await send("DOM.getDocument", { depth: 0 }, sessionId);
+  for (let i = 0; i < found.length; ++i) {
+    const { nodeId } = await send("DOM.querySelector", { nodeId: root.nodeId, selector: `[data-cjk="${i}"]` },
+                                  sessionId);
+    const { fonts } = await send("CSS.getPlatformFontsForNode", { nodeId }, sessionId);
+    found[i].text = found[i].text.trim().slice(0, 80);
+    found[i].fonts = fonts;
+  }
+  return found;
+}
+
 try {
   const { targetId } = await send("Target.createTarget", { url: "about:blank" });
   const { sessionId } = await send("Target.attachToTarget", { targetId, flatten: true });
@@ -103,6 +144,7 @@ try {
     })`,
   }, sessionId);
   const page = JSON.parse(result.value);
+  page.cjk = await cjkFonts(sessionId);
   const pick = (method) => events.filter((e) => e.method === method && e.sessionId === sessionId);
   page.console = pick("Runtime.consoleAPICalled").map((e) => ({
     type: e.params.type, text: e.params.args.map((a) => a.value ?? a.description ?? "").join(" ") }));
