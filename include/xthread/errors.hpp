@@ -54,17 +54,27 @@ class CancelledError : public std::runtime_error {
 };
 
 namespace detail {
+/// `Error(what)` as an exception_ptr, never throwing: when building it runs out of memory, the
+/// bad_alloc is what the waiter gets instead (still an error, never a lost outcome).
+template <class Error>
+std::exception_ptr error_ptr(const char* what) noexcept {
+  try {
+    return std::make_exception_ptr(Error(what));
+  } catch (...) {
+    return std::current_exception();  // bad_alloc building the message
+  }
+}
+
+/// ClosedError(`reason`) as an exception_ptr, noexcept (see error_ptr).
+inline std::exception_ptr closed_error_ptr(const char* reason) noexcept { return error_ptr<ClosedError>(reason); }
+
 /// Inside a catch block: the exception to hand to a waiting caller. A ClosedError becomes
 /// NestedClosedError (see ClosedError's promise); everything else passes unchanged.
 inline std::exception_ptr callee_exception() noexcept {
   try {
     throw;
   } catch (const ClosedError& closed) {
-    try {
-      return std::make_exception_ptr(NestedClosedError(closed.what()));
-    } catch (...) {
-      return std::current_exception();  // bad_alloc building the message
-    }
+    return error_ptr<NestedClosedError>(closed.what());
   } catch (...) {
     return std::current_exception();
   }

@@ -14,10 +14,12 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
+#include "xthread/future.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/schedule.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_task.hpp"
+#include "xthread/detail/outcome.hpp"
 
 namespace xthread {
 
@@ -83,34 +85,14 @@ class TaskHandle {
 
 namespace detail {
 
-/// EventLoop::invoke's queued call: owns the callable and the promise; deletes itself.
-template <class F, class R>
-class InvokeTask final : public LoopTask {
+/// EventLoop::invoke's queued call: the callable and its Future's state in one allocation (a
+/// SubmittedCall that the loop runs, or discards with ClosedError).
+template <class R, class F>
+class InvokeTask final : public SubmittedCall<R, F>, public LoopTask {
  public:
-  template <class G>
-  InvokeTask(G&& function, std::promise<R>&& promise)
-      : function_(std::forward<G>(function)), promise_(std::move(promise)) {}
-  void run(LoopCore& /*core*/) noexcept override {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        function_();
-        promise_.set_value();
-      } else {
-        promise_.set_value(function_());  // a throwing move of R lands in the catch below
-      }
-    } catch (...) {
-      promise_.set_exception(callee_exception());  // a ClosedError from inside becomes NestedClosedError
-    }
-    delete this;
-  }
-  void discard() noexcept override {
-    promise_.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped before the invoked function ran")));
-    delete this;
-  }
-
- private:
-  F function_;
-  std::promise<R> promise_;
+  explicit InvokeTask(F&& function) : SubmittedCall<R, F>(std::move(function)) {}
+  void run(LoopCore& /*core*/) noexcept override { SubmittedCall<R, F>::run(); }
+  void discard() noexcept override { this->drop("EventLoop stopped before the invoked function ran"); }
 };
 
 /// A synchronous call's place in the wait-for graph behind WouldDeadlockError (see LoopCore::begin_wait),
@@ -147,26 +129,17 @@ class SyncInvokeTask final : public LoopTask {
  public:
   SyncInvokeTask(F&& function, WaitRecord* wait) : function_(std::forward<F>(function)), wait_(wait) {}
   void run(LoopCore& /*core*/) noexcept override {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        std::forward<F>(function_)();
-      } else {
-        result_.emplace(std::forward<F>(function_)());
-      }
-    } catch (...) {
-      error_ = callee_exception();
-    }
+    outcome_.run(std::forward<F>(function_));
     finish();
   }
   void discard() noexcept override {
-    error_ = std::make_exception_ptr(ClosedError("EventLoop stopped before the invoked function ran"));
+    outcome_.close("EventLoop stopped before the invoked function ran");
     finish();
   }
   /// Caller thread: blocks until run() or discard() finished, then gives the value or rethrows.
   R take() {
     done_.wait();
-    if (error_) std::rethrow_exception(error_);
-    if constexpr (!std::is_void_v<R>) return std::move(*result_);
+    return outcome_.take();
   }
 
  private:
@@ -177,8 +150,7 @@ class SyncInvokeTask final : public LoopTask {
 
   F&& function_;            // the caller's callable, in its frame
   WaitRecord* wait_;        // the caller's recorded wait (deadlock detection), or nullptr
-  std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result_;
-  std::exception_ptr error_;
+  Outcome<R> outcome_;
   OneShotEvent done_;
 };
 
@@ -325,15 +297,11 @@ class EventLoop {
   /// wait for the future there. Memory ordering: as post(); everything the function did is visible once
   /// the future is ready.
   template <class F, class R = std::invoke_result_t<std::decay_t<F>&>>
-  [[nodiscard]] std::future<R> invoke(F&& function, Priority priority = Priority::normal) {
+  [[nodiscard]] Future<R> invoke(F&& function, Priority priority = Priority::normal) {
     static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke: return a value, not a reference");
-    std::promise<R> promise;
-    std::future<R> future = promise.get_future();
-    if (detail::loop_closed(*core_)) {
-      promise.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped")));
-      return future;
-    }
-    auto* node = new detail::InvokeTask<std::decay_t<F>, R>(std::forward<F>(function), std::move(promise));
+    if (detail::loop_closed(*core_)) return detail::make_closed_future<R>("EventLoop stopped");
+    auto* node = new detail::InvokeTask<R, std::decay_t<F>>(std::decay_t<F>(std::forward<F>(function)));
+    Future<R> future = detail::make_future<R>(node);
     if (!detail::loop_post(*core_, node, priority)) node->discard();  // the future gets ClosedError
     return future;
   }
@@ -353,13 +321,7 @@ class EventLoop {
   template <class F, class R = std::invoke_result_t<F&&>>
   R invoke_sync(F&& function, Priority priority = Priority::normal) {
     static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke_sync: return a value, not a reference");
-    if (detail::loop_in_thread(*core_)) {
-      try {
-        return std::forward<F>(function)();
-      } catch (const ClosedError& inner) {
-        throw NestedClosedError(inner.what());  // the function did run
-      }
-    }
+    if (detail::loop_in_thread(*core_)) return detail::run_inline<R>(std::forward<F>(function));
     if (detail::loop_closed(*core_)) throw ClosedError("EventLoop stopped");
     detail::SyncWaitEdge edge(*core_,
                               "EventLoop::invoke_sync from a loop thread into a loop whose thread is blocked in a "

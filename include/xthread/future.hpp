@@ -17,6 +17,7 @@
 
 #include "xthread/errors.hpp"
 #include "xthread/detail/futex.hpp"
+#include "xthread/detail/outcome.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/spin_wait.hpp"
 
@@ -42,41 +43,36 @@ inline AdaptiveSpin& future_spin() noexcept {
 /// word_: kEmpty → kReady (producer published), kEmpty → kWaiterParked (the Future's thread is about
 /// to sleep or slept and timed out), kEmpty/kWaiterParked → kAbandoned (the Future was destroyed
 /// unconsumed). The producer's exchange to kReady and the Future's exchange to kAbandoned meet exactly
-/// once: the second one frees the state.
+/// once: the second one frees the state (destroy(): `delete this` unless a derived state recycles its
+/// memory, as ThreadSafeFunction::call does).
 template <class R>
 class FutureState {
  public:
-  using Stored = std::conditional_t<std::is_void_v<R>, std::tuple<>,
-                                    std::conditional_t<std::is_reference_v<R>, std::remove_reference_t<R>*, R>>;
-
   FutureState() = default;
   FutureState(const FutureState&) = delete;
   FutureState& operator=(const FutureState&) = delete;
   virtual ~FutureState() = default;
 
-  // ---- producer side: exactly one of set_value / set_error, then publish() ----
-  template <class... V>
-  void set_value(V&&... value) {
-    if constexpr (std::is_reference_v<R>) {
-      value_.emplace(std::addressof(value)...);
-    } else {
-      value_.emplace(std::forward<V>(value)...);
-    }
-  }
-  void set_error(std::exception_ptr error) noexcept { error_ = std::move(error); }
+  /// Producer side, before publish(): where the call's value or exception goes (Outcome::run is the
+  /// call body).
+  Outcome<R>& outcome() noexcept { return outcome_; }
 
   /// Makes the outcome visible to the Future and gives up the producer's share. The state may be
   /// freed inside this call (when the Future is gone already); the caller must not touch it after.
   void publish() noexcept {
-    // acq_rel: release publishes the outcome to the Future's acquire; acquire orders our delete (when
+    // acq_rel: release publishes the outcome to the Future's acquire; acquire orders our destroy (when
     // the Future abandoned the state) after everything the Future's thread did with it.
     const std::uint32_t before = word_.exchange(kReady, std::memory_order_acq_rel);
     if (before == kAbandoned) {
-      delete this;
+      destroy();
     } else if (before == kWaiterParked) {
       futex_wake_one(word_);  // uses only the address: safe even if the waiter freed the state already
     }
   }
+
+ protected:
+  /// Frees the state; called once, by whichever side finishes second.
+  virtual void destroy() noexcept { delete this; }
 
  private:
   friend class Future<R>;
@@ -133,43 +129,38 @@ class FutureState {
   void abandon() noexcept {
     // acq_rel: if the producer published first, acquire its outcome before destroying it here;
     // otherwise release our last use of the state to the producer that will free it.
-    if (word_.exchange(kAbandoned, std::memory_order_acq_rel) == kReady) delete this;
+    if (word_.exchange(kAbandoned, std::memory_order_acq_rel) == kReady) destroy();
+  }
+
+  /// Future side, once ready: the value or the rethrown exception; frees the state either way.
+  R consume() {
+    struct Free {
+      FutureState* state;
+      ~Free() { state->destroy(); }
+    } free{this};
+    return outcome_.take();
   }
 
   std::atomic<std::uint32_t> word_{kEmpty};
-  std::optional<Stored> value_;
-  std::exception_ptr error_;
+  Outcome<R> outcome_;
 };
 
 /// A submitted call: the callable and its FutureState in one allocation. run() or drop() is called
 /// exactly once (through SubmittedHandle), then the producer's share is given up.
 template <class R, class Callable>
-class SubmittedCall final : public FutureState<R> {
+class SubmittedCall : public FutureState<R> {
  public:
   explicit SubmittedCall(Callable&& callable) : callable_(std::move(callable)) {}
 
   void run() noexcept {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        (*callable_)();
-        this->set_value();
-      } else {
-        this->set_value((*callable_)());  // a throwing move of R (not a reference) lands in the catch below
-      }
-    } catch (...) {
-      this->set_error(callee_exception());  // a ClosedError from inside becomes NestedClosedError
-    }
+    this->outcome().run(*callable_);
     callable_.reset();  // the captures die before the Future sees the outcome
     this->publish();
   }
 
   void drop(const char* why) noexcept {
     callable_.reset();
-    try {
-      this->set_error(std::make_exception_ptr(ClosedError(why)));
-    } catch (...) {
-      this->set_error(std::current_exception());  // bad_alloc building the message
-    }
+    this->outcome().close(why);
     this->publish();
   }
 
@@ -202,6 +193,15 @@ class SubmittedHandle {
 
 template <class R>
 Future<R> make_future(FutureState<R>* state) noexcept;
+
+/// A Future that is ready with ClosedError(`reason`) (its state is allocated: may throw bad_alloc).
+template <class R>
+Future<R> make_closed_future(const char* reason) {
+  auto* state = new FutureState<R>();
+  state->outcome().close(reason);
+  state->publish();
+  return make_future<R>(state);
+}
 
 /// f(args...) (arguments decay-copied, moved when rvalues) as a SubmittedHandle to queue and its
 /// Future. `closed_reason` is the ClosedError's message if the handle is destroyed unrun.
@@ -287,15 +287,7 @@ class [[nodiscard]] Future {
   /// empty afterwards. Throws std::future_error(no_state) on an empty future.
   R get() {
     wait();
-    std::unique_ptr<detail::FutureState<R>> state(std::exchange(state_, nullptr));  // ready: ours to free
-    if (state->error_) std::rethrow_exception(state->error_);
-    if constexpr (std::is_void_v<R>) {
-      return;
-    } else if constexpr (std::is_reference_v<R>) {
-      return **state->value_;
-    } else {
-      return std::move(*state->value_);
-    }
+    return std::exchange(state_, nullptr)->consume();  // ready: ours to free
   }
 
  private:

@@ -23,10 +23,12 @@
 #include "xthread/detail/call_gate.hpp"
 #include "xthread/detail/futex.hpp"
 #include "xthread/detail/loop_task.hpp"
+#include "xthread/detail/outcome.hpp"
 #include "xthread/detail/recycling_pool.hpp"
 #include "xthread/detail/resume_site.hpp"
 #include "xthread/detail/unique_function.hpp"
 #include "xthread/event_loop.hpp"
+#include "xthread/future.hpp"
 
 namespace xthread {
 
@@ -121,7 +123,7 @@ class ThreadSafeFunction<R(Args...)> {
   /// its exception, or ClosedError. On the loop's own thread it never blocks (the bound is waived, so
   /// the loop cannot wait for itself). No heap allocation beyond what the arguments own.
   template <class... U>
-  [[nodiscard]] std::future<R> call(U&&... arguments) {
+  [[nodiscard]] Future<R> call(U&&... arguments) {
     return call_with(CallOptions{owner_->state->priority, false}, std::forward<U>(arguments)...);
   }
 
@@ -130,7 +132,7 @@ class ThreadSafeFunction<R(Args...)> {
   /// order they were made; across priorities the loop's order decides (see EventLoop); an at_front
   /// call runs before everything queued at its priority when it was made.
   template <class... U>
-  [[nodiscard]] std::future<R> call_with(CallOptions options, U&&... arguments) {
+  [[nodiscard]] Future<R> call_with(CallOptions options, U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
     detail::CallGate::Admission admission;
@@ -142,7 +144,7 @@ class ThreadSafeFunction<R(Args...)> {
     } else {
       admission = state.gate.enter();
     }
-    if (admission != detail::CallGate::Admission::admitted) return ready_error(closed_reason(state));
+    if (admission != detail::CallGate::Admission::admitted) return detail::make_closed_future<R>(closed_reason(state));
     return post_async(options, std::forward<U>(arguments)...);
   }
 
@@ -162,11 +164,7 @@ class ThreadSafeFunction<R(Args...)> {
     State& state = *owner_->state;
     if (detail::loop_in_thread(*state.core)) {
       if (!state.gate.open()) throw ClosedError(closed_reason(state));
-      try {
-        return state.callee(std::forward<U>(arguments)...);
-      } catch (const ClosedError& inner) {
-        throw NestedClosedError(inner.what());  // the callee did run
-      }
+      return detail::run_inline<R>([&]() -> R { return state.callee(std::forward<U>(arguments)...); });
     }
     // A loop thread about to block (also on a full queue): record the wait first, and refuse a call
     // that closes a cycle.
@@ -183,14 +181,13 @@ class ThreadSafeFunction<R(Args...)> {
     edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
     node.done.wait(state.spin.budget());
     state.spin.record(std::chrono::steady_clock::now() - start);
-    if (node.error) std::rethrow_exception(node.error);
-    if constexpr (!std::is_void_v<R>) return std::move(*node.result);
+    return node.outcome.take();
   }
 
   /// Any thread; never blocks. Returns std::nullopt when the queue is full or the function is
   /// closing (tell them apart with closing()); the arguments are left untouched then.
   template <class... U>
-  [[nodiscard]] std::optional<std::future<R>> try_call(U&&... arguments) {
+  [[nodiscard]] std::optional<Future<R>> try_call(U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
     if (state.gate.try_enter(detail::loop_in_thread(*state.core)) != detail::CallGate::Admission::admitted) {
@@ -304,23 +301,17 @@ class ThreadSafeFunction<R(Args...)> {
     void run(detail::LoopCore& /*core*/) noexcept override {
       state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       if (state.gate.aborted()) {
-        error = std::make_exception_ptr(ClosedError("ThreadSafeFunction aborted"));
+        outcome.close("ThreadSafeFunction aborted");
       } else {
-        try {
-          if constexpr (std::is_void_v<R>) {
-            std::apply([this](auto&&... a) { state.callee(std::forward<U>(a)...); }, forwarded);
-          } else {
-            result.emplace(std::apply([this](auto&&... a) { return state.callee(std::forward<U>(a)...); }, forwarded));
-          }
-        } catch (...) {
-          error = detail::callee_exception();
-        }
+        outcome.run([this]() -> R {
+          return std::apply([this](auto&&... a) -> R { return state.callee(std::forward<U>(a)...); }, forwarded);
+        });
       }
       finish();
     }
     void discard() noexcept override {
       state.gate.dequeued();
-      error = std::make_exception_ptr(ClosedError("EventLoop stopped before running the call"));
+      outcome.close("EventLoop stopped before running the call");
       finish();
     }
     void finish() noexcept {
@@ -332,102 +323,80 @@ class ThreadSafeFunction<R(Args...)> {
     State& state;
     detail::WaitRecord* wait;       // the caller's recorded wait (deadlock detection), or nullptr
     std::tuple<U...> forwarded;     // references into the waiting caller's frame
-    std::optional<std::conditional_t<std::is_void_v<R>, char, R>> result;
-    std::exception_ptr error;
+    detail::Outcome<R> outcome;
     detail::OneShotEvent done;
   };
 
-  /// A call() in flight: allocated from the function's recycling pool, owns its arguments.
-  struct AsyncCall final : detail::LoopTask {
+  /// A call() in flight and its Future's state, in one block from the function's recycling pool: the
+  /// loop runs (or discards) it, the Future reads it, and whichever finishes second gives the block
+  /// back (destroy()).
+  struct AsyncCall final : detail::FutureState<R>, detail::LoopTask {
     template <class... U>
-    AsyncCall(std::shared_ptr<State> owner, std::promise<R>&& result, U&&... arguments)
-        : state(std::move(owner)), promise(std::move(result)), stored(std::forward<U>(arguments)...) {}
+    explicit AsyncCall(std::shared_ptr<State> owner, U&&... arguments)
+        : state(std::move(owner)), pool(state->pool), stored(std::in_place, std::forward<U>(arguments)...) {}
 
     void run(detail::LoopCore& /*core*/) noexcept override {
       state->gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
-      std::exception_ptr error;
-      std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value;
       if (state->gate.aborted()) {
-        error = std::make_exception_ptr(ClosedError("ThreadSafeFunction aborted"));
+        this->outcome().close("ThreadSafeFunction aborted");
       } else {
-        invoke_stored(*state, stored, value, error);
+        this->outcome().run(bind_stored(*state, *stored));
       }
-      state->gate.completed();
-      try {
-        if (error) {
-          promise.set_exception(std::move(error));
-        } else if constexpr (std::is_void_v<R>) {
-          promise.set_value();
-        } else {
-          promise.set_value(std::move(*value));
-        }
-      } catch (...) {
-        promise.set_exception(std::current_exception());  // R's move constructor threw
-      }
-      dispose();
+      finish();
     }
     void discard() noexcept override {
       state->gate.dequeued();
+      this->outcome().close("EventLoop stopped before running the call");
+      finish();
+    }
+
+    /// The arguments die, and the function's state is let go (a Future kept unconsumed does not keep
+    /// the callee alive), before the Future sees the outcome. May free *this (publish()).
+    void finish() noexcept {
+      stored.reset();
       state->gate.completed();
-      promise.set_exception(std::make_exception_ptr(ClosedError("EventLoop stopped before running the call")));
-      dispose();
+      state.reset();
+      this->publish();
     }
 
-    void dispose() noexcept {
-      std::shared_ptr<State> keep = std::move(state);  // the pool lives in the state
+    void destroy() noexcept override {
+      const std::shared_ptr<detail::RecyclingPool> keep = std::move(pool);
       this->~AsyncCall();
-      keep->pool->deallocate(this, sizeof(AsyncCall), alignof(AsyncCall));
+      keep->deallocate(this, sizeof(AsyncCall), alignof(AsyncCall));
     }
 
-    std::shared_ptr<State> state;
-    std::promise<R> promise;
-    Arguments stored;
+    std::shared_ptr<State> state;  // until finish()
+    std::shared_ptr<detail::RecyclingPool> pool;  // where the block goes back
+    std::optional<Arguments> stored;
   };
 
   template <class... U>
-  std::future<R> post_async(CallOptions options, U&&... arguments) {
+  Future<R> post_async(CallOptions options, U&&... arguments) {
     const std::shared_ptr<State>& state = owner_->state;
     void* memory = nullptr;
     AsyncCall* node = nullptr;
-    std::future<R> future;
     try {
-      std::promise<R> promise(std::allocator_arg, detail::RecyclingAllocator<char>(state->pool));
-      future = promise.get_future();
       memory = state->pool->allocate(sizeof(AsyncCall), alignof(AsyncCall));
-      node = ::new (memory) AsyncCall(state, std::move(promise), std::forward<U>(arguments)...);
+      node = ::new (memory) AsyncCall(state, std::forward<U>(arguments)...);
     } catch (...) {
       if (memory != nullptr) state->pool->deallocate(memory, sizeof(AsyncCall), alignof(AsyncCall));
       state->gate.cancel_admission();
       throw;
     }
+    Future<R> future = detail::make_future<R>(node);
     if (!detail::loop_post(*state->core, node, options.priority, options.at_front)) node->discard();
     return future;
   }
 
-  template <class Value>
-  static void invoke_stored(State& state, Arguments& stored, std::optional<Value>& value,
-                            std::exception_ptr& error) noexcept {
-    try {
-      if constexpr (std::is_void_v<R>) {
-        std::apply([&state](auto&... a) { state.callee(static_cast<Args&&>(a)...); }, stored);
-        value.emplace('\0');
-      } else {
-        value.emplace(
-            std::apply([&state](auto&... a) -> R { return state.callee(static_cast<Args&&>(a)...); }, stored));
-      }
-    } catch (...) {
-      error = detail::callee_exception();
-    }
+  /// The callee applied to a queued call's stored arguments (each passed as an rvalue), for Outcome::run.
+  static auto bind_stored(State& state, Arguments& stored) noexcept {
+    return [&state, &stored]() -> R {
+      return std::apply([&state](auto&... a) -> R { return state.callee(static_cast<Args&&>(a)...); }, stored);
+    };
   }
 
   static const char* closed_reason(const State& state) noexcept {
     return state.gate.aborted() ? "ThreadSafeFunction aborted" : "ThreadSafeFunction released or its loop stopped";
-  }
-
-  static std::future<R> ready_error(const std::string& reason) {
-    std::promise<R> promise;
-    promise.set_exception(std::make_exception_ptr(ClosedError(reason)));
-    return promise.get_future();
   }
 
   std::shared_ptr<Owner> owner_;
@@ -508,10 +477,10 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     State& state = *state_;
     if (!detail::loop_in_thread(*state.core)) return false;
     if (!state.gate.open()) {
-      error_ = closed_error(closed_reason(state));
+      outcome_.close(closed_reason(state));
       return true;
     }
-    invoke_stored(state, stored_, value_, error_);
+    outcome_.run(bind_stored(state, stored_));
     return true;
   }
 
@@ -526,23 +495,20 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     if (admission == detail::CallGate::Admission::full) return true;  // a waiter now: not touched again here
     if (admission != detail::CallGate::Admission::admitted) {
       resume_site_.reset();
-      error_ = closed_error(closed_reason(state));
+      outcome_.close(closed_reason(state));
       return false;
     }
     if (!detail::loop_post(*state.core, this, options_.priority, options_.at_front)) {
       state.gate.cancel_admission();
       resume_site_.reset();
-      error_ = closed_error("EventLoop stopped");
+      outcome_.close("EventLoop stopped");
       return false;
     }
     return true;  // the loop owns *this now: not touched again here (it may already be resumed)
   }
 
   /// The callee's value; rethrows its exception (see Errors in ThreadSafeFunction) or ClosedError.
-  R await_resume() {
-    if (error_) std::rethrow_exception(error_);
-    if constexpr (!std::is_void_v<R>) return std::move(*value_);
-  }
+  R await_resume() { return outcome_.take(); }
 
   /// Whether the co_await suspended: true when the coroutine was resumed by the thread that completed
   /// the call (it went through f's queue, or waited for a slot); false when the call completed inside
@@ -570,9 +536,9 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     State& state = *state_;
     state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
     if (state.gate.aborted()) {
-      error_ = closed_error("ThreadSafeFunction aborted");
+      outcome_.close("ThreadSafeFunction aborted");
     } else {
-      invoke_stored(state, stored_, value_, error_);
+      outcome_.run(bind_stored(state, stored_));
     }
     state.gate.completed();  // the call is over; the state stays alive through state_
     go_back();
@@ -594,7 +560,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     State& state = *state_;
     state.gate.dequeued();
     state.gate.completed();
-    error_ = closed_error("EventLoop stopped before running the call");
+    outcome_.close("EventLoop stopped before running the call");
     go_back();
   }
 
@@ -606,7 +572,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   /// The waiting call was refused: the function closed, or its loop stopped. ClosedError, delivered
   /// as a value would be.
   void on_refused() noexcept override {
-    error_ = closed_error(state_->gate.open() ? "EventLoop stopped" : closed_reason(*state_));
+    outcome_.close(state_->gate.open() ? "EventLoop stopped" : closed_reason(*state_));
     go_back();
   }
 
@@ -618,21 +584,12 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     continuation_.resume();
   }
 
-  static std::exception_ptr closed_error(const char* reason) noexcept {
-    try {
-      return std::make_exception_ptr(ClosedError(reason));
-    } catch (...) {
-      return std::current_exception();  // bad_alloc building the message
-    }
-  }
-
   enum class Phase : unsigned char { calling, resuming };
 
   std::shared_ptr<State> state_;
   CallOptions options_;
   Arguments stored_;
-  std::optional<std::conditional_t<std::is_void_v<R>, char, R>> value_;
-  std::exception_ptr error_;
+  detail::Outcome<R> outcome_;
   std::coroutine_handle<> continuation_;
   detail::ResumeSite resume_site_;
   Phase phase_ = Phase::calling;
