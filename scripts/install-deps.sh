@@ -16,6 +16,7 @@ packages=(
   make  # node-gyp generates Makefiles
   chromium  # tests/lab/report renders the lab's results/index.html in headless Chromium
   clang-format-19 clang-tidy-19  # scripts/test's lint stage (.clang-format, .clang-tidy)
+  doxygen  # scripts/docs, the API reference (docs/Doxyfile)
 )
 missing=()
 for package in "${packages[@]}"; do
