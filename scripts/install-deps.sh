@@ -17,6 +17,7 @@ packages=(
   chromium  # tests/lab/report renders the lab's results/index.html in headless Chromium
   fonts-wqy-microhei  # ... and checks the studies' Chinese titles are drawn with real glyphs, not boxes
   clang-format-19 clang-tidy-19  # scripts/test's lint stage (.clang-format, .clang-tidy)
+  doxygen  # scripts/docs, the API reference (docs/Doxyfile)
 )
 missing=()
 for package in "${packages[@]}"; do

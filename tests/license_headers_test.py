@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 SOURCE_EXTENSIONS = {".cpp", ".hpp", ".mjs", ".js", ".py", ".sh", ".in", ".gyp", ".supp", ".cmake"}
-SCRIPTS = {"scripts/test", "scripts/lab", "scripts/lint", ".ci/run"}
+SCRIPTS = {"scripts/test", "scripts/lab", "scripts/lint", "scripts/docs", ".ci/run"}
 
 
 def is_source(path: str) -> bool:

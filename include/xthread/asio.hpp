@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// xthread/asio.hpp — ThreadSafeFunction calls as Boost.Asio asynchronous operations:
-//
-//   int r = co_await xthread::async_call(f, 1, boost::asio::use_awaitable);   // in an Asio coroutine
-//   xthread::async_call(f, 1, [](std::exception_ptr error, int r) { ... });  // a callback: on Asio's system executor
-//   std::future<int> r = xthread::async_call(f, 1, boost::asio::use_future);
-//
-// Header-only, and only for programs that have Boost.Asio (1.74 or later: Debian 12's libboost-dev);
-// the rest of xthread never includes it. Not part of <xthread/xthread.hpp>. With Boost 1.74 in C++20,
-// <boost/asio.hpp> itself does not compile unless <utility> came first (its awaitable.hpp uses
-// std::exchange unincluded): include <utility>, or this header, before it (docs/async-calls.md).
+/// xthread/asio.hpp — ThreadSafeFunction calls as Boost.Asio asynchronous operations:
+///
+///   int r = co_await xthread::async_call(f, 1, boost::asio::use_awaitable);   // in an Asio coroutine
+///   xthread::async_call(f, 1, [](std::exception_ptr error, int r) { ... });  // a callback: on Asio's system executor
+///   std::future<int> r = xthread::async_call(f, 1, boost::asio::use_future);
+///
+/// Header-only, and only for programs that have Boost.Asio (1.74 or later: Debian 12's libboost-dev);
+/// the rest of xthread never includes it. Not part of <xthread/xthread.hpp>. With Boost 1.74 in C++20,
+/// `<boost/asio.hpp>` itself does not compile unless `<utility>` came first (its awaitable.hpp uses
+/// std::exchange unincluded): include `<utility>`, or this header, before it (docs/async-calls.md).
+/// @file
 #pragma once
 
 #include <boost/asio/associated_allocator.hpp>

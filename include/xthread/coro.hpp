@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: MIT
-// xthread/coro.hpp — coroutines: Task<T> (lazy, symmetric transfer), sync_wait, and the hops
-// `co_await loop.schedule()` / `co_await pool.schedule()` (xthread/schedule.hpp). Where a coroutine
-// resumes, closing, cancellation and allocation: docs/coroutines.md.
-//
-//   xthread::Task<int> work(xthread::EventLoop& ui, xthread::ThreadPool& pool) {
-//     co_await pool.schedule();                      // now on a pool worker
-//     int x = heavy();
-//     co_await ui.schedule(xthread::Priority::high); // now on the loop's thread
-//     co_return x;
-//   }
-//   int r = xthread::sync_wait(work(ui, pool));     // blocks a thread the task does not need
+/// xthread/coro.hpp — coroutines: Task<T> (lazy, symmetric transfer), sync_wait, and the hops
+/// `co_await loop.schedule()` / `co_await pool.schedule()` (xthread/schedule.hpp). Where a coroutine
+/// resumes, closing, cancellation and allocation: docs/coroutines.md.
+///
+///   xthread::Task<int> work(xthread::EventLoop& ui, xthread::ThreadPool& pool) {
+///     co_await pool.schedule();                      // now on a pool worker
+///     int x = heavy();
+///     co_await ui.schedule(xthread::Priority::high); // now on the loop's thread
+///     co_return x;
+///   }
+///   int r = xthread::sync_wait(work(ui, pool));     // blocks a thread the task does not need
+/// @file
 #pragma once
 
 #include <coroutine>
@@ -110,12 +111,16 @@ template <class T>
 class [[nodiscard]] Task {
  public:
   static_assert(!std::is_reference_v<T>, "xthread::Task<T>: T must be a value type (or void)");
+  /// The coroutine promise (internal; makes Task<T> a coroutine return type).
   using promise_type = detail::TaskPromise<T>;
+  /// What co_await gives: T.
   using value_type = T;
 
   /// An empty Task (nothing to await).
   Task() noexcept = default;
+  /// Takes over `other`'s coroutine frame; `other` becomes empty.
   Task(Task&& other) noexcept : coroutine_(std::exchange(other.coroutine_, {})) {}
+  /// Destroys this Task's frame (as the destructor does), then takes over `other`'s.
   Task& operator=(Task&& other) noexcept {
     if (this != &other) {
       if (coroutine_) coroutine_.destroy();
@@ -132,14 +137,18 @@ class [[nodiscard]] Task {
   /// False for an empty or moved-from Task.
   explicit operator bool() const noexcept { return static_cast<bool>(coroutine_); }
 
+  /// What `co_await std::move(task)` awaits; awaited once, by the awaiting coroutine's thread.
   struct Awaiter {
+    /// The task's coroutine; the Task keeps owning it.
     std::coroutine_handle<promise_type> task;
+    /// Always false: a Task is lazy, it starts in await_suspend.
     bool await_ready() const noexcept { return false; }
     /// Starts the task on this thread by symmetric transfer; it transfers back when it finishes.
     std::coroutine_handle<> await_suspend(std::coroutine_handle<> awaiting) const noexcept {
       task.promise().set_continuation(awaiting);
       return task;
     }
+    /// The task's value, or its exception rethrown, on the thread the task finished on.
     T await_resume() const { return task.promise().take(); }
   };
   /// Starts the task and resumes the awaiting coroutine with its value (or rethrows its exception)

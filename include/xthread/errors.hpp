@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// xthread/errors.hpp — the errors xthread reports: ClosedError (the work never ran),
-// NestedClosedError (the work ran, and a call it made was closed), WouldDeadlockError (a synchronous
-// call that could never complete), CancelledError (a hop whose stop token was stopped).
+/// xthread/errors.hpp — the errors xthread reports: ClosedError (the work never ran),
+/// NestedClosedError (the work ran, and a call it made was closed), WouldDeadlockError (a synchronous
+/// call that could never complete), CancelledError (a hop whose stop token was stopped).
+/// @file
 #pragma once
 
 #include <exception>
@@ -21,6 +22,7 @@ namespace xthread {
 /// arrives as NestedClosedError, never as ClosedError.
 class ClosedError : public std::runtime_error {
  public:
+  /// `what` says what closed; what() is "xthread: closed: " + what.
   explicit ClosedError(const std::string& what) : std::runtime_error("xthread: closed: " + what) {}
 };
 
@@ -40,6 +42,7 @@ class NestedClosedError : public std::runtime_error, public std::nested_exceptio
 /// situation is napi_would_deadlock. The callee never ran.
 class WouldDeadlockError : public std::logic_error {
  public:
+  /// `what` names the cycle; what() is "xthread: would deadlock: " + what.
   explicit WouldDeadlockError(const std::string& what) : std::logic_error("xthread: would deadlock: " + what) {}
 };
 
@@ -50,6 +53,7 @@ class WouldDeadlockError : public std::logic_error {
 /// treats "did not run" uniformly can catch std::runtime_error.
 class CancelledError : public std::runtime_error {
  public:
+  /// `what` names the hop; what() is "xthread: cancelled: " + what.
   explicit CancelledError(const std::string& what) : std::runtime_error("xthread: cancelled: " + what) {}
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// xthread/event_loop.hpp — a task loop that runs on whichever thread calls run().
+/// xthread/event_loop.hpp — a task loop that runs on whichever thread calls run().
+/// @file
 #pragma once
 
 #include <chrono>
@@ -242,6 +243,7 @@ class SyncInvokeTask final : public LoopTask {
 /// between run_ready() calls.
 class EventLoop {
  public:
+  /// Construction options: `EventLoop loop{EventLoop::Options{.starvation_limit = 0}}`.
   struct Options {
     /// Receives exceptions escaping a task or timer, on the loop thread. Empty: print to stderr.
     /// It must not throw; if it does, the exception is printed and ignored. Never std::terminate.
@@ -252,6 +254,7 @@ class EventLoop {
     std::uint32_t starvation_limit = 5;
   };
 
+  /// What stats() returns: a snapshot of the loop's counters.
   struct Stats {
     std::uint64_t tasks_run = 0;  ///< tasks and timer callbacks run so far
     std::uint64_t wakeups = 0;    ///< times a producer had to wake the parked loop thread
@@ -261,6 +264,7 @@ class EventLoop {
   };
 
   EventLoop() : EventLoop(Options{}) {}
+  /// A loop that runs nothing until a thread calls run() or run_ready(); EventLoop() uses Options{}.
   explicit EventLoop(Options options);
   EventLoop(const EventLoop&) = delete;
   EventLoop& operator=(const EventLoop&) = delete;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// xthread/future.hpp — the result of ThreadPool::submit and TaskGroup::submit: a one-shot future whose
-// waiter polls briefly before it sleeps, so a result that arrives within microseconds costs no kernel
-// wake-up.
+/// xthread/future.hpp — the result of ThreadPool::submit and TaskGroup::submit: a one-shot future whose
+/// waiter polls briefly before it sleeps, so a result that arrives within microseconds costs no kernel
+/// wake-up.
+/// @file
 #pragma once
 
 #include <atomic>
@@ -234,7 +235,9 @@ class [[nodiscard]] Future {
  public:
   /// An empty future: valid() is false.
   Future() noexcept = default;
+  /// Takes over `other`'s result; `other` becomes empty (valid() is false).
   Future(Future&& other) noexcept : state_(std::exchange(other.state_, nullptr)) {}
+  /// Drops this future's own state (as the destructor would), then takes over `other`'s.
   Future& operator=(Future&& other) noexcept {
     if (this != &other) {
       release();

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// xthread/loop_thread.hpp — a named thread that runs its own EventLoop.
+/// xthread/loop_thread.hpp — a named thread that runs its own EventLoop.
+/// @file
 #pragma once
 
 #include <string>
@@ -18,6 +19,7 @@ namespace xthread {
 /// thread ..." to stderr and calls std::abort().
 class LoopThread {
  public:
+  /// Starts the thread; loop() takes tasks at once. Throws std::system_error if it cannot be created.
   explicit LoopThread(std::string name = "xthread-loop");
   LoopThread(const LoopThread&) = delete;
   LoopThread& operator=(const LoopThread&) = delete;
@@ -25,6 +27,7 @@ class LoopThread {
 
   /// The loop running on this thread. Valid until the LoopThread is destroyed.
   [[nodiscard]] EventLoop& loop() noexcept { return loop_; }
+  /// The name given to the constructor (uncut). Any thread.
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
 
  private:

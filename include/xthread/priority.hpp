@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// xthread/priority.hpp — the priority of a task on an EventLoop.
+/// xthread/priority.hpp — the priority of a task on an EventLoop.
+/// @file
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,7 @@ enum class Priority : std::uint8_t { immediate, high, normal, low, idle };
 /// Per-call options of ThreadSafeFunction::call_with / call_sync_with (OpenHarmony's
 /// napi_call_threadsafe_function_with_priority: a priority and head-of-queue insertion).
 struct CallOptions {
+  /// This call's priority on the loop (instead of the function's Options::priority).
   Priority priority = Priority::normal;
   /// Ahead of every task queued at `priority` on the loop, including the rest of a batch of that
   /// priority the loop is running (it hands the rest back after the current task). Several at_front

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// xthread/schedule.hpp — what `co_await loop.schedule()` and `co_await pool.schedule()` return: an
-// awaiter that moves the awaiting coroutine onto an EventLoop's thread or a ThreadPool worker.
-// Included by event_loop.hpp and thread_pool.hpp; coroutines in general are in xthread/coro.hpp.
-// Design notes (where a coroutine resumes, closing, cancellation, allocation): docs/coroutines.md.
+/// xthread/schedule.hpp — what `co_await loop.schedule()` and `co_await pool.schedule()` return: an
+/// awaiter that moves the awaiting coroutine onto an EventLoop's thread or a ThreadPool worker.
+/// Included by event_loop.hpp and thread_pool.hpp; coroutines in general are in xthread/coro.hpp.
+/// Design notes (where a coroutine resumes, closing, cancellation, allocation): docs/coroutines.md.
+/// @file
 #pragma once
 
 #include <atomic>
@@ -392,16 +393,20 @@ class ScheduleOperation {
 template <class Receiver>
 class LoopOperation;
 class LoopScheduler;
+/// What LoopScheduler::schedule() returns: a sender that completes on the loop's thread (LoopOperation).
 using LoopSender = detail::ScheduleSender<LoopScheduler, LoopOperation>;
 
 /// What EventLoop::scheduler(priority) returns: a copyable handle, equal to another when both name
 /// the same loop and priority. Valid while the loop exists. Thread rule: any thread.
 class LoopScheduler {
  public:
+  /// Marks this type as a std::execution scheduler.
   using scheduler_concept = execution::scheduler_t;
+  /// Internal: made by EventLoop::scheduler(priority).
   LoopScheduler(detail::LoopCore& core, Priority priority) noexcept : core_(&core), priority_(priority) {}
   /// A sender that completes on the loop's thread (see LoopSender).
   [[nodiscard]] inline LoopSender schedule() const noexcept;
+  /// Equal when both name the same loop and priority.
   bool operator==(const LoopScheduler&) const noexcept = default;
 
  private:
@@ -429,13 +434,17 @@ class LoopOperation final : public detail::LoopTask, public detail::ScheduleOper
  public:
   using detail::ScheduleOperation<LoopScheduler, Receiver>::ScheduleOperation;
 
+  /// Any thread, once. Queues the operation (see the class comment); it may complete, and the
+  /// operation state be destroyed, before start() returns.
   void start() & noexcept {
     if (this->stopped_at_start()) return;
     // After a successful post the loop may complete the receiver, which may destroy *this.
     if (!detail::loop_post(*this->scheduler_.core_, this, this->scheduler_.priority_)) this->complete_closed(kClosed);
   }
 
+  /// Internal: the loop reached the task (loop thread): completes the receiver there.
   void run(detail::LoopCore& /*core*/) noexcept override { this->complete_on_target(); }
+  /// Internal: the loop stopped before reaching it: completes with ClosedError.
   void discard() noexcept override { this->complete_closed(kClosed); }
 
  private:
@@ -445,16 +454,20 @@ class LoopOperation final : public detail::LoopTask, public detail::ScheduleOper
 template <class Receiver>
 class PoolOperation;
 class PoolScheduler;
+/// What PoolScheduler::schedule() returns: a sender that completes on a pool worker (PoolOperation).
 using PoolSender = detail::ScheduleSender<PoolScheduler, PoolOperation>;
 
 /// What ThreadPool::scheduler() returns: a copyable handle, equal to another when both name the same
 /// pool. Valid while the pool exists. Thread rule: any thread.
 class PoolScheduler {
  public:
+  /// Marks this type as a std::execution scheduler.
   using scheduler_concept = execution::scheduler_t;
+  /// Internal: made by ThreadPool::scheduler().
   PoolScheduler(void* pool, detail::PoolEnqueue enqueue) noexcept : pool_(pool), enqueue_(enqueue) {}
   /// A sender that completes on a worker (see PoolSender).
   [[nodiscard]] inline PoolSender schedule() const noexcept;
+  /// Equal when both name the same pool.
   bool operator==(const PoolScheduler& other) const noexcept { return pool_ == other.pool_; }
 
  private:
@@ -479,6 +492,8 @@ class PoolOperation final : public detail::PoolWork, public detail::ScheduleOper
  public:
   using detail::ScheduleOperation<PoolScheduler, Receiver>::ScheduleOperation;
 
+  /// Any thread, once. Queues the operation (see the class comment); it may complete, and the
+  /// operation state be destroyed, before start() returns.
   void start() & noexcept {
     if (this->stopped_at_start()) return;
     bool queued = false;
@@ -492,7 +507,9 @@ class PoolOperation final : public detail::PoolWork, public detail::ScheduleOper
     if (!queued) this->complete_closed(kClosed);
   }
 
+  /// Internal: a worker took the task (worker thread): completes the receiver there.
   void run_on_pool() override { this->complete_on_target(); }
+  /// Internal: Shutdown::drop dropped it (shutdown()'s thread): completes with ClosedError.
   void drop_from_pool() noexcept override { this->complete_closed(kClosed); }
 
  private:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// xthread/task_group.hpp — a set of pool tasks you can wait for or cancel as one (TBB task_group,
-// BS::thread_pool multi_future).
+/// xthread/task_group.hpp — a set of pool tasks you can wait for or cancel as one (TBB task_group,
+/// BS::thread_pool multi_future).
+/// @file
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,7 @@ namespace xthread {
 /// for errors); the pool must outlive the group.
 class TaskGroup {
  public:
+  /// An empty group whose tasks run on `pool`; the pool must outlive the group.
   explicit TaskGroup(ThreadPool& pool) : pool_(pool), state_(std::make_shared<State>()) {}
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;

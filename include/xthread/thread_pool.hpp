@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// xthread/thread_pool.hpp — a fixed-but-resizable pool of worker threads.
+/// xthread/thread_pool.hpp — a fixed-but-resizable pool of worker threads.
+/// @file
 #pragma once
 
 #include <algorithm>
@@ -109,6 +110,7 @@ struct ParallelFor {
 /// of the pool happens before any worker can take its task).
 class ThreadPool {
  public:
+  /// Construction options: `ThreadPool pool{ThreadPool::Options{.threads = 4, .name = "io"}}`.
   struct Options {
     std::size_t threads = 0;           ///< worker count; 0 = std::thread::hardware_concurrency()
     std::string name = "xthread-pool"; ///< thread names are "<name>-<index>", cut to 15 characters
@@ -121,9 +123,11 @@ class ThreadPool {
     /// constructor (and a growing resize) waits for every new worker's on_thread_start to return, so
     /// on_thread_start must not wait for the code that constructs the pool.
     std::function<void(std::size_t index)> on_thread_start;
+    /// See on_thread_start: runs on the worker just before it exits, after its last task.
     std::function<void(std::size_t index)> on_thread_stop;
   };
 
+  /// What stats() returns: a snapshot, stale as soon as it is taken.
   struct Stats {
     std::size_t workers = 0;       ///< live workers (retiring ones excluded)
     std::size_t idle = 0;          ///< live workers not running a task
@@ -136,6 +140,7 @@ class ThreadPool {
   /// (std::system_error), the constructor stops and joins the ones already started and rethrows:
   /// nothing is left running.
   ThreadPool();
+  /// As ThreadPool(), with `options` (ThreadPool() uses Options{}).
   explicit ThreadPool(Options options);
   /// Same as ThreadPool(Options{.threads = threads}).
   explicit ThreadPool(std::size_t threads);
@@ -219,8 +224,10 @@ class ThreadPool {
   /// Any thread. Once pause() returns, no task starts until resume() (see the class comment); tasks
   /// that started run on, and tasks can still be queued. Waiters in wait_idle() re-check at once.
   void pause();
+  /// Any thread. Undoes pause(): idle workers wake and take queued tasks again.
   void resume();
 
+  /// Any thread. A snapshot of the counters (see Stats); `completed` only grows.
   [[nodiscard]] Stats stats() const;
 
   /// Any thread. True when called on one of this pool's worker threads (inside a task or a hook).

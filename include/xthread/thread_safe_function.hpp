@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// xthread/thread_safe_function.hpp — call a function on an EventLoop's thread from any thread and
-// get its return value back: Node-API's napi_threadsafe_function model, typed, with results.
+/// xthread/thread_safe_function.hpp — call a function on an EventLoop's thread from any thread and
+/// get its return value back: Node-API's napi_threadsafe_function model, typed, with results.
+/// @file
 #pragma once
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 
 namespace xthread {
 
+/// Declared only: use ThreadSafeFunction<R(Args...)>.
 template <class Signature>
 class ThreadSafeFunction;
 
@@ -105,6 +107,7 @@ class ThreadSafeFunction<R(Args...)> {
   static_assert(!std::is_reference_v<R>, "xthread::ThreadSafeFunction: return a value, not a reference");
 
  public:
+  /// Construction options: `{.max_queue = 16, .finalizer = ..., .priority = Priority::high}`.
   struct Options {
     std::size_t max_queue = 0;          ///< queued calls allowed at once; 0 = unbounded
     std::function<void()> finalizer;    ///< runs once on the loop thread when fully released (see class)

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
-// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors, the version.
+/// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
+/// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors, the version.
+/// @file
 #pragma once
 
 #include "xthread/coro.hpp"
@@ -13,3 +14,6 @@
 #include "xthread/thread_pool.hpp"
 #include "xthread/thread_safe_function.hpp"
 #include "xthread/version.hpp"
+
+/// @namespace xthread
+/// Everything of xthread, one header per concept; `<xthread/xthread.hpp>` includes them all but asio.hpp.
