@@ -255,7 +255,7 @@ TEST(AsioAsyncCall, ASlowPlainCallbackDoesNotDelayTheNextCallOnTheLoop) {
     callback_released.set_value(next_ran.wait_for(10s) == std::future_status::ready);
   });
   ASSERT_EQ(callback_started.get_future().wait_for(10s), std::future_status::ready);
-  std::future<void> next_call = next.call();  // made while the callback waits for it
+  xthread::Future<void> next_call = next.call();  // made while the callback waits for it
   EXPECT_EQ(next_call.wait_for(10s), std::future_status::ready);
   std::future<bool> released = callback_released.get_future();
   ASSERT_EQ(released.wait_for(20s), std::future_status::ready);

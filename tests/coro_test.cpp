@@ -211,7 +211,7 @@ TEST(SyncWaitDeadlock, ACycleBackIntoTheLoopWhoseTaskCalledSyncWaitIsRefused) {
   xthread::LoopThread a{"sw-cycle-a"};
   xthread::LoopThread b{"sw-cycle-b"};
   std::atomic<bool> ran{false};
-  std::future<int> result =
+  xthread::Future<int> result =
       a.loop().invoke([&] { return xthread::sync_wait(invoke_sync_into_then_back(b.loop(), a.loop(), ran)); });
   EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> A"), xthread_test::kRefused);
   EXPECT_FALSE(ran.load()) << "the refused call's function never ran";
@@ -243,7 +243,7 @@ TEST(SyncWaitDeadlock, AThreeLoopCallSyncCycleThroughSyncWaitIsRefused) {
     }
   }};
   xthread::ThreadSafeFunction<int(int)> on_b{b.loop(), [&](int x) { return on_c.call_sync(x); }};
-  std::future<int> result = a.loop().invoke([&] { return xthread::sync_wait(call_sync_once(on_b, 5)); });
+  xthread::Future<int> result = a.loop().invoke([&] { return xthread::sync_wait(call_sync_once(on_b, 5)); });
   EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> C -> A"), -5);
   EXPECT_EQ(a_callee_runs.load(), 0);
   EXPECT_EQ(on_b.call_sync(6), 6) << "from a plain thread the same chain has no cycle";
@@ -258,14 +258,14 @@ TEST(SyncWaitDeadlock, AChainThroughSyncWaitWithoutACycleRuns) {
   auto chain = [](xthread::EventLoop& first, xthread::EventLoop& second) -> Task<int> {
     co_return first.invoke_sync([&second] { return second.invoke_sync([] { return 7; }) + 1; });
   };
-  std::future<int> result = a.loop().invoke([&] { return xthread::sync_wait(chain(b.loop(), c.loop())); });
+  xthread::Future<int> result = a.loop().invoke([&] { return xthread::sync_wait(chain(b.loop(), c.loop())); });
   EXPECT_EQ(xthread_test::get_or_abort(result, "A -> sync_wait -> B -> C"), 8);
   // Nested sync_waits on two threads of the chain, still without a cycle: A → sync_wait → B → sync_wait → C.
   auto inner = [](xthread::EventLoop& target) -> Task<int> { co_return target.invoke_sync([] { return 3; }); };
   auto outer = [](xthread::EventLoop& via, xthread::EventLoop& target, auto& make_inner) -> Task<int> {
     co_return via.invoke_sync([&] { return xthread::sync_wait(make_inner(target)) + 1; });
   };
-  std::future<int> nested = a.loop().invoke([&] { return xthread::sync_wait(outer(b.loop(), c.loop(), inner)); });
+  xthread::Future<int> nested = a.loop().invoke([&] { return xthread::sync_wait(outer(b.loop(), c.loop(), inner)); });
   EXPECT_EQ(xthread_test::get_or_abort(nested, "A -> sync_wait -> B -> sync_wait -> C"), 4);
 }
 

@@ -632,9 +632,9 @@ TEST(EventLoopHosting, CallSyncAndInvokeSyncOnTheHostThreadRunInline) {
   EXPECT_EQ(callee_thread, std::this_thread::get_id());
   EXPECT_EQ(order, (std::vector<std::string>{"inline invoke_sync", "callee 7"}));  // "queued" still waits
   // call() from the host thread queues, and never blocks on a full queue (it would wait for itself).
-  std::future<int> first = square.call(2);
-  std::future<int> second = square.call(3);
-  std::future<int> invoked = loop.invoke([] { return 11; });
+  xthread::Future<int> first = square.call(2);
+  xthread::Future<int> second = square.call(3);
+  xthread::Future<int> invoked = loop.invoke([] { return 11; });
   EXPECT_EQ(loop.run_ready(), 4u);
   EXPECT_EQ(first.get(), 4);
   EXPECT_EQ(second.get(), 9);
@@ -823,12 +823,12 @@ TEST_P(EventLoopHostedDriven, ACycleThroughALoopHostedInsideAnotherLoopsTaskIsRe
   std::atomic<bool> ran{false};
   int inner_result = 0;  // written by inner's task, on A's thread, read there after run_ready()
   ASSERT_TRUE(inner.post([&] { inner_result = xthread_test::call_back_through(b, a, ran); }));
-  std::future<int> result = a.invoke([&] {
+  xthread::Future<int> result = a.invoke([&] {
     inner.run_ready();
     return inner_result;
   });
   EXPECT_EQ(xthread_test::get_or_abort(result, "A -> hosted run_ready -> B -> A"), xthread_test::kRefused);
-  std::future<int> between = a.invoke([&] {
+  xthread::Future<int> between = a.invoke([&] {
     EXPECT_TRUE(inner.in_loop_thread()) << "A's thread hosts `inner` between run_ready() calls";
     return xthread_test::call_back_through(b, inner, ran);
   });

@@ -62,12 +62,12 @@ INSTANTIATE_TEST_SUITE_P(, EventLoopCancellableDriven, ::testing::ValuesIn(xthre
 TEST_P(EventLoopInvokeDriven, GivesTheValueComputedOnTheLoopThread) {
   EventLoop loop;
   RunningLoop runner(loop, GetParam());
-  std::future<std::thread::id> where = loop.invoke([] { return std::this_thread::get_id(); });
+  xthread::Future<std::thread::id> where = loop.invoke([] { return std::this_thread::get_id(); });
   EXPECT_EQ(where.get(), runner.id());
-  std::future<std::unique_ptr<int>> move_only = loop.invoke([] { return std::make_unique<int>(7); });
+  xthread::Future<std::unique_ptr<int>> move_only = loop.invoke([] { return std::make_unique<int>(7); });
   EXPECT_EQ(*move_only.get(), 7);
   int side_effect = 0;
-  std::future<void> done = loop.invoke([&side_effect] { side_effect = 3; });
+  xthread::Future<void> done = loop.invoke([&side_effect] { side_effect = 3; });
   done.get();
   EXPECT_EQ(side_effect, 3);  // visible once the future is ready
 }
@@ -79,9 +79,9 @@ TEST_P(EventLoopInvokeDriven, CarriesTheFunctionsExceptionAndWrapsAClosedErrorFr
   // cannot see that the loop thread's release of its reference (when it destroys the promise) comes
   // after this thread's reads, and reports reading what() here as a race. invoke_sync's test below
   // reads the message: there the exception never leaves the caller's thread's ownership.
-  std::future<int> thrown = loop.invoke([]() -> int { throw std::runtime_error("boom"); });
+  xthread::Future<int> thrown = loop.invoke([]() -> int { throw std::runtime_error("boom"); });
   EXPECT_THROW(thrown.get(), std::runtime_error);
-  std::future<int> nested = loop.invoke([]() -> int { throw ClosedError("from a call the function made"); });
+  xthread::Future<int> nested = loop.invoke([]() -> int { throw ClosedError("from a call the function made"); });
   EXPECT_THROW(nested.get(), NestedClosedError);  // ClosedError would claim the function never ran
 }
 
@@ -89,7 +89,7 @@ TEST(EventLoopInvoke, AStoppedLoopGivesClosedErrorAndDropsTheFunction) {
   EventLoop loop;
   loop.stop();
   auto token = std::make_shared<int>(0);
-  std::future<int> f = loop.invoke([token] { return 1; });
+  xthread::Future<int> f = loop.invoke([token] { return 1; });
   EXPECT_THROW(f.get(), ClosedError);
   EXPECT_EQ(token.use_count(), 1);
 }
@@ -97,7 +97,7 @@ TEST(EventLoopInvoke, AStoppedLoopGivesClosedErrorAndDropsTheFunction) {
 TEST(EventLoopInvoke, AFunctionStillQueuedWhenTheLoopStopsGivesClosedError) {
   auto loop = std::make_unique<EventLoop>();
   bool ran = false;
-  std::future<int> f = loop->invoke([&ran] {
+  xthread::Future<int> f = loop->invoke([&ran] {
     ran = true;
     return 1;
   });
@@ -109,7 +109,7 @@ TEST(EventLoopInvoke, AFunctionStillQueuedWhenTheLoopStopsGivesClosedError) {
 TEST_P(EventLoopInvokeDriven, FromTheLoopThreadItIsQueuedNotRunInline) {
   EventLoop loop;  // not running yet: the tasks queue first
   std::vector<std::string> order;
-  std::future<void> inner;
+  xthread::Future<void> inner;
   ASSERT_TRUE(loop.post([&] {
     inner = loop.invoke([&order] { order.push_back("invoked"); });
     order.push_back("after invoke");
@@ -126,7 +126,7 @@ TEST_P(EventLoopInvokeDriven, RespectsPriority) {
   EventLoop loop;  // not running yet: everything queues first
   std::vector<int> order;
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(loop.post([&order, i] { order.push_back(i); }));
-  std::future<void> urgent = loop.invoke([&order] { order.push_back(100); }, Priority::high);
+  xthread::Future<void> urgent = loop.invoke([&order] { order.push_back(100); }, Priority::high);
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
   drive(loop, GetParam());
   urgent.get();
@@ -216,7 +216,7 @@ TEST_P(EventLoopInvokeSyncDriven, AfterTheDriverReturnedItsThreadGetsClosedError
   EXPECT_THROW(loop.invoke_sync([&ran] { ran = true; }), ClosedError);
   EXPECT_FALSE(ran);
   bool queued_ran = false;
-  std::future<void> queued = loop.invoke([&queued_ran] { queued_ran = true; });
+  xthread::Future<void> queued = loop.invoke([&queued_ran] { queued_ran = true; });
   EXPECT_THROW(queued.get(), ClosedError);
   EXPECT_FALSE(queued_ran);
 }
@@ -281,7 +281,7 @@ TEST_P(EventLoopInvokeSyncDriven, ACycleThroughALoopRunNestedInsideAnotherLoopsT
     inner_result = xthread_test::call_back_through(b, a, ran);
     inner.stop();
   }));
-  std::future<int> result = a.invoke([&] {
+  xthread::Future<int> result = a.invoke([&] {
     inner.run();  // nested inside A's task, on A's thread, until inner's task stops it
     return inner_result;
   });

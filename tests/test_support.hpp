@@ -69,8 +69,8 @@ class HangGuard {
 /// synchronous-call deadlock the library must refuse: every thread of such a cycle is blocked and
 /// nothing outside can release it, so on timeout the HangGuard prints `what` and aborts the process —
 /// a hang fails the test within `limit` instead of stalling CI until its timeout.
-template <class T>
-T get_or_abort(std::future<T>& future, const char* what, std::chrono::seconds limit = std::chrono::seconds{20}) {
+template <class FutureType>  // std::future or xthread::Future
+auto get_or_abort(FutureType& future, const char* what, std::chrono::seconds limit = std::chrono::seconds{20}) {
   const HangGuard guard(std::string(what) + ": a synchronous call (deadlock?)", limit);
   return future.get();
 }

@@ -445,7 +445,7 @@ TEST(ThreadSafeFunctionAsync, FullBoundedQueueSuspendsTheCoroutineNotTheThread) 
   Seen<int> seen;
   {
     LoopBlocker blocker(worker.loop());
-    std::future<int> first = f.call(1);  // takes the only slot
+    xthread::Future<int> first = f.call(1);  // takes the only slot
     await_into(seen, [&] { return f.async(2); });  // returns: the coroutine waits, this thread does not
     EXPECT_EQ(seen.finished.wait_for(0s), std::future_status::timeout);
     EXPECT_FALSE(f.try_call(3).has_value());  // the waiting call holds no slot yet, and the queue is full
@@ -471,7 +471,7 @@ TEST(ThreadSafeFunctionAsync, FullBoundedQueueKeepsTheAwaitingLoopRunningAndAdmi
   std::vector<Seen<int>> seen(kWaiting);
   {
     LoopBlocker blocker(worker.loop());
-    std::future<int> first = f.call(0);
+    xthread::Future<int> first = f.call(0);
     for (int i = 0; i < kWaiting; ++i) {
       ASSERT_TRUE(home.loop().post([&, i] { await_into(seen[i], [&, i] { return f.async(i + 1); }); }));
     }
@@ -493,7 +493,7 @@ TEST(ThreadSafeFunctionAsync, ClosingWhileWaitingForASlotGivesClosedError) {
     std::atomic<int> runs{0};
     ThreadSafeFunction<int(int)> f{worker.loop(), [&](int x) { return runs.fetch_add(1) + x; }, {.max_queue = 1}};
     Seen<int> seen;
-    std::future<int> first;
+    xthread::Future<int> first;
     {
       LoopBlocker blocker(worker.loop());
       first = f.call(1);

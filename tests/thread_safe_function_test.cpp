@@ -63,7 +63,7 @@ TEST_P(ThreadSafeFunctionDriven, CallRunsOnTheLoopThreadAndReturnsTheValue) {
     callee_thread = std::this_thread::get_id();
     return a + b;
   }};
-  std::future<std::string> result = concat.call(std::string("Hello"), std::string("World"));
+  xthread::Future<std::string> result = concat.call(std::string("Hello"), std::string("World"));
   EXPECT_EQ(result.get(), "HelloWorld");
   EXPECT_NE(callee_thread, std::this_thread::get_id());
   EXPECT_EQ(concat.call_sync("a", "b"), "ab");
@@ -228,7 +228,7 @@ TEST_P(ThreadSafeFunctionDriven, ReleaseDrainsQueuedCallsThenRunsTheFinalizerOnT
 TEST(ThreadSafeFunction, TheLastHandleReleasesAndFinalizes) {
   LoopThread worker;
   std::promise<void> finalized;
-  std::future<int> pending;
+  xthread::Future<int> pending;
   {
     ThreadSafeFunction<int(int)> identity{
         worker.loop(), [](int x) { return x; }, {.finalizer = [&] { finalized.set_value(); }}};
@@ -244,7 +244,7 @@ TEST_P(ThreadSafeFunctionDriven, AStoppedLoopFailsEveryCallInFlight) {
   std::thread runner([&loop, driver = GetParam()] { drive(*loop, driver); });
   ThreadSafeFunction<int(int)> identity{*loop, [](int x) { return x; }};
   LoopBlocker blocker(*loop);
-  std::vector<std::future<int>> async_calls;
+  std::vector<xthread::Future<int>> async_calls;
   for (int i = 0; i < 10; ++i) async_calls.push_back(identity.call(i));
   std::vector<std::thread> sync_callers;
   std::atomic<int> sync_closed{0};
@@ -292,7 +292,7 @@ TEST(ThreadSafeFunction, DestroyingTheLoopWithCallsInFlightFailsThem) {
   auto worker = std::make_unique<LoopThread>("tsfn-doomed");
   ThreadSafeFunction<std::string(std::string)> echo{worker->loop(), [](std::string s) { return s; }};
   auto blocker = std::make_unique<LoopBlocker>(worker->loop());
-  std::vector<std::future<std::string>> calls;
+  std::vector<xthread::Future<std::string>> calls;
   for (int i = 0; i < 20; ++i) calls.push_back(echo.call(std::string(100, 'x')));
   EventLoop& loop = worker->loop();
   std::thread destroyer([&] { worker.reset(); });  // stops the loop and joins: waits for the blocker
@@ -367,7 +367,7 @@ TEST(ThreadSafeFunctionHardening, BlockedProducersOnABoundedQueueWakeWithClosedE
     LoopThread worker{"tsfn-bounded"};
     ThreadSafeFunction<int(int)> f{worker.loop(), [](int x) { return x; }, {.max_queue = max_queue}};
     LoopBlocker blocker(worker.loop());
-    std::vector<std::future<int>> queued;
+    std::vector<xthread::Future<int>> queued;
     for (std::size_t i = 0; i < max_queue; ++i) queued.push_back(f.call(1));
     std::atomic<int> closed{0};
     std::vector<std::thread> producers;
@@ -416,9 +416,9 @@ TEST(ThreadSafeFunctionHardening, ReleasingTheLastReferenceFromTheCalleeWakesBlo
     return x;
   }, {.max_queue = 1}};
   self = &f;
-  std::future<int> first = f.call(0);
+  xthread::Future<int> first = f.call(0);
   entered.wait();
-  std::future<int> second = f.call(1);  // takes the one slot while the first call runs
+  xthread::Future<int> second = f.call(1);  // takes the one slot while the first call runs
   std::atomic<int> outcomes{0};
   std::vector<std::thread> producers;
   for (int p = 0; p < 4; ++p) {
@@ -451,7 +451,7 @@ TEST(ThreadSafeFunctionHardening, AQueueSlotFreesWhenTheLoopDequeuesTheCallNotWh
   }, {.max_queue = 1}};
   std::thread sync_caller([&] { EXPECT_EQ(f.call_sync(0), 0); });  // a call_sync holds a slot the same way
   entered.wait();  // the callee is running: its slot is free again
-  std::optional<std::future<int>> second = f.try_call(1);
+  std::optional<xthread::Future<int>> second = f.try_call(1);
   ASSERT_TRUE(second.has_value());
   EXPECT_FALSE(f.try_call(2).has_value());  // now the one slot is taken by the queued call
   EXPECT_FALSE(f.closing());
@@ -573,7 +573,7 @@ TEST(ThreadSafeFunctionHardening, OveralignedArgumentsAndResultsAreProperlyAlign
     out.value = in.value + 1;
     return out;
   }};
-  std::vector<std::future<Overaligned>> futures;
+  std::vector<xthread::Future<Overaligned>> futures;
   {
     LoopBlocker blocker(worker.loop());  // all calls in flight at once: distinct pool blocks
     for (int i = 0; i < 64; ++i) {
@@ -627,9 +627,9 @@ TEST(ThreadSafeFunctionPriority, OptionsPriorityIsTheDefaultOfCallAndCallSync) {
       loop, [&order](std::string s) { order.push_back(std::move(s)); }, {.max_queue = 0, .priority = Priority::high}};
   ThreadSafeFunction<void(std::string)> plain{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
   ASSERT_TRUE(loop.post([&order] { order.push_back("normal task"); }));
-  std::future<void> a = plain.call("plain call");
-  std::future<void> b = urgent.call("high call");
-  std::optional<std::future<void>> c = urgent.try_call("high try_call");
+  xthread::Future<void> a = plain.call("plain call");
+  xthread::Future<void> b = urgent.call("high call");
+  std::optional<xthread::Future<void>> c = urgent.try_call("high try_call");
   ASSERT_TRUE(c);
   ASSERT_TRUE(loop.post([&loop] { loop.stop(); }, Priority::low));
   loop.run();
@@ -643,7 +643,7 @@ TEST(ThreadSafeFunctionPriority, CallWithChoosesPriorityAndAtFrontGoesAheadOfIts
   EventLoop loop;
   std::vector<std::string> order;
   ThreadSafeFunction<void(std::string)> f{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
-  std::vector<std::future<void>> futures;
+  std::vector<xthread::Future<void>> futures;
   futures.push_back(f.call("n1"));
   futures.push_back(f.call("n2"));
   futures.push_back(f.call_with(CallOptions{.priority = Priority::low}, "low"));
@@ -662,7 +662,7 @@ TEST(ThreadSafeFunctionPriority, AtFrontOvertakesTheRestOfARunningBatch) {
   EventLoop loop;
   std::vector<std::string> order;
   ThreadSafeFunction<void(std::string)> f{loop, [&order](std::string s) { order.push_back(std::move(s)); }};
-  std::future<void> front;
+  xthread::Future<void> front;
   // The loop takes these three as one batch; the first queues an at_front call of the same priority,
   // which must run before the rest of that batch, not after it.
   ASSERT_TRUE(loop.post([&] {
@@ -692,7 +692,7 @@ TEST(ThreadSafeFunctionPriority, CallSyncWithRunsAtItsPriorityAndInlineOnTheLoop
     release.wait();
   }));
   blocking.get_future().wait();
-  std::future<int> normal = f.call(1);
+  xthread::Future<int> normal = f.call(1);
   std::thread sync_caller([&] { EXPECT_EQ(f.call_sync_with(CallOptions{.priority = Priority::high}, 2), 4); });
   // call_sync_with has no future to wait on: poll the queue with a deadline until it is queued.
   ASSERT_TRUE(xthread_test::eventually([&] { return worker.loop().stats().pending == 2; }));

@@ -198,6 +198,20 @@ void RoundTrip_CallFuture(benchmark::State& state, bool with_options) {
   samples.report(state);
 }
 
+/// EventLoop::invoke(f).get(): the queued function and its Future's state in one allocation.
+void RoundTrip_InvokeFuture(benchmark::State& state) {
+  xthread::LoopThread worker{"micro-loop"};
+  LatencySamples samples;
+  int value = 0;
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    value = worker.loop().invoke([value] { return value + 1; }).get();
+    samples.add(Clock::now() - start);
+  }
+  benchmark::DoNotOptimize(value);
+  samples.report(state);
+}
+
 void RoundTrip_CallSyncConcat1MB(benchmark::State& state) {
   xthread::LoopThread worker{"micro-loop"};
   xthread::ThreadSafeFunction<std::string(std::string, std::string)> concat{
@@ -344,6 +358,7 @@ BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, hot, false)->UseRealTime()->Ite
 BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call_with, true)->UseRealTime()->Iterations(20'000);
+BENCHMARK(RoundTrip_InvokeFuture)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(Hop_LoopSchedule, hot, false)->UseRealTime()->Iterations(20'000);

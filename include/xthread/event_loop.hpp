@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
-#include <future>
 #include <optional>
 #include <stdexcept>
 #include <memory>
@@ -295,9 +294,10 @@ class EventLoop {
   }
 
   /// Any thread. Queues `function` (a callable taking no arguments, move-only allowed) like post(),
-  /// and returns a future for its value or exception: a ClosedError escaping the function arrives as
-  /// NestedClosedError; ClosedError itself means the function never ran (the loop had stopped, or
-  /// stopped before reaching it). On the loop's own thread it is queued too (never run inline): do not
+  /// and returns an xthread::Future for its value or exception: a ClosedError escaping the function
+  /// arrives as NestedClosedError; ClosedError itself means the function never ran (the loop had
+  /// stopped, or stopped before reaching it). One allocation holds the function and the Future's
+  /// state; the function is destroyed before the Future is ready. On the loop's own thread it is queued too (never run inline): do not
   /// wait for the future there. Memory ordering: as post(); everything the function did is visible once
   /// the future is ready.
   template <class F, class R = std::invoke_result_t<std::decay_t<F>&>>

@@ -10,7 +10,6 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
-#include <future>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -122,9 +121,13 @@ class ThreadSafeFunction<R(Args...)> {
             std::make_shared<Owner>(std::make_shared<State>(loop.core_, std::forward<F>(callee), std::move(options)))) {
   }
 
-  /// Any thread. Queues a call; blocks while the queue is full. The future carries the callee's value,
-  /// its exception, or ClosedError. On the loop's own thread it never blocks (the bound is waived, so
-  /// the loop cannot wait for itself). No heap allocation beyond what the arguments own.
+  /// Any thread. Queues a call; blocks while the queue is full. The Future (xthread::Future: polls
+  /// briefly before it parks) carries the callee's value, its exception, or ClosedError; the call's
+  /// arguments are destroyed before it is ready. On the loop's own thread it never blocks (the bound
+  /// is waived, so the loop cannot wait for itself; do not wait for the Future there). No heap
+  /// allocation beyond what the arguments own: the call and its Future's state share one block from
+  /// the function's recycling pool. Destruction: the Future may be dropped at any time (the call
+  /// still runs); an unconsumed Future does not keep the callee alive.
   template <class... U>
   [[nodiscard]] Future<R> call(U&&... arguments) {
     return call_with(CallOptions{owner_->state->priority, false}, std::forward<U>(arguments)...);

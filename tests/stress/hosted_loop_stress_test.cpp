@@ -90,7 +90,7 @@ void flood_while_stopping(xthread_test::LoopDriver driver, const char* scenario)
     std::atomic<int> accepted_after_refusal{0};
     std::atomic<std::uint64_t> values{0};
     std::atomic<std::uint64_t> closed{0};
-    std::vector<std::vector<std::future<int>>> futures(kProducers);
+    std::vector<std::vector<xthread::Future<int>>> futures(kProducers);
     std::thread::id host_id;
     std::latch go(1);
 

@@ -235,7 +235,7 @@ TEST(PriorityOrderStress, AtFrontCallsOvertakeTheirPriorityUnderFloods) {
     order.clear();
     LoopHold hold(worker.loop());
     std::vector<std::thread> producers;
-    std::vector<std::vector<std::future<void>>> futures(kProducers);
+    std::vector<std::vector<xthread::Future<void>>> futures(kProducers);
     for (int p = 0; p < kProducers; ++p) {
       producers.emplace_back([&, p] {
         std::minstd_rand random(static_cast<unsigned>(round * kProducers + p + 1));

@@ -56,7 +56,7 @@ void hammer_close_path(Closer closer, const char* scenario) {
                 result = f.call(x).get();
                 break;
               default: {
-                std::optional<std::future<int>> future = f.try_call(x);
+                std::optional<xthread::Future<int>> future = f.try_call(x);
                 if (!future) {
                   if (f.closing()) throw xthread::ClosedError("closing");
                   std::this_thread::yield();

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/recycling_pool.hpp — a small thread-safe free list of memory blocks, so the
-// per-call objects of ThreadSafeFunction::call (the queued call and the std::promise state) are
-// reused instead of allocated for each call.
+// per-call blocks of ThreadSafeFunction::call (the queued call with its Future's state) are reused
+// instead of allocated for each call.
 #pragma once
 
 #include <array>
@@ -91,34 +91,6 @@ class RecyclingPool {
   Mutex mutex_;
   std::array<FreeBlock*, kClasses> free_ XTHREAD_GUARDED_BY(mutex_){};
   std::array<std::size_t, kClasses> cached_ XTHREAD_GUARDED_BY(mutex_){};
-};
-
-/// A standard allocator over a shared RecyclingPool (for std::promise's shared state).
-template <class T>
-class RecyclingAllocator {
- public:
-  using value_type = T;
-  explicit RecyclingAllocator(std::shared_ptr<RecyclingPool> pool) noexcept : pool_(std::move(pool)) {}
-  template <class U>
-  // NOLINTNEXTLINE(google-explicit-constructor): allocators rebind by implicit conversion
-  RecyclingAllocator(const RecyclingAllocator<U>& other) noexcept : pool_(other.pool_) {}
-
-  T* allocate(std::size_t count) {
-    return static_cast<T*>(pool_->allocate(count * sizeof(T), std::max(alignof(T), RecyclingPool::kAlignment)));
-  }
-  void deallocate(T* pointer, std::size_t count) noexcept {
-    pool_->deallocate(pointer, count * sizeof(T), std::max(alignof(T), RecyclingPool::kAlignment));
-  }
-
-  template <class U>
-  bool operator==(const RecyclingAllocator<U>& other) const noexcept {
-    return pool_ == other.pool_;
-  }
-
- private:
-  template <class U>
-  friend class RecyclingAllocator;
-  std::shared_ptr<RecyclingPool> pool_;
 };
 
 }  // namespace xthread::detail
