@@ -714,3 +714,63 @@ TEST(ThreadSafeFunctionPriority, CallWithKeepsClosingAndBoundedQueueRules) {
   EXPECT_THROW(f.call_with(CallOptions{.priority = Priority::high}, 1).get(), ClosedError);
   EXPECT_THROW(f.call_sync_with(CallOptions{.at_front = true}, 1), ClosedError);
 }
+
+namespace {
+
+/// An argument that records, as it is destroyed, whether the call's Future was ready already.
+struct ProbeArgument {
+  std::atomic<const xthread::Future<int>*>* slot = nullptr;  // the call's Future, once call() returned
+  std::atomic<int>* destroyed_before_ready = nullptr;
+  ProbeArgument(std::atomic<const xthread::Future<int>*>* s, std::atomic<int>* counter)
+      : slot(s), destroyed_before_ready(counter) {}
+  ProbeArgument(ProbeArgument&& other) noexcept
+      : slot(std::exchange(other.slot, nullptr)), destroyed_before_ready(other.destroyed_before_ready) {}
+  ProbeArgument(const ProbeArgument&) = delete;
+  ProbeArgument& operator=(const ProbeArgument&) = delete;
+  ProbeArgument& operator=(ProbeArgument&&) = delete;
+  ~ProbeArgument() {
+    if (slot == nullptr) return;  // moved from
+    const xthread::Future<int>* probe = slot->load(std::memory_order_acquire);
+    if (probe != nullptr && !probe->ready()) destroyed_before_ready->fetch_add(1);
+  }
+};
+
+}  // namespace
+
+// call(): the arguments die before the Future is ready, so a caller that got the value may rely on the
+// arguments' destructors having run (as submit() promises for a task's captures).
+TEST(ThreadSafeFunctionFuture, TheArgumentsAreDestroyedBeforeTheFutureIsReady) {
+  LoopThread worker{"tsf-future"};
+  ThreadSafeFunction<int(ProbeArgument)> f{worker.loop(), [](const ProbeArgument& /*argument*/) { return 1; }};
+  constexpr int kCalls = 200;
+  std::atomic<int> destroyed_before_ready{0};
+  for (int i = 0; i < kCalls; ++i) {
+    std::atomic<const xthread::Future<int>*> slot{nullptr};
+    // The loop must not run the call before the probe points at the Future: block it until then.
+    std::latch published{1};
+    ASSERT_TRUE(worker.loop().post([&published] { published.wait(); }));
+    xthread::Future<int> future = f.call(ProbeArgument(&slot, &destroyed_before_ready));
+    slot.store(&future, std::memory_order_release);
+    published.count_down();
+    EXPECT_EQ(future.get(), 1);
+  }
+  EXPECT_EQ(destroyed_before_ready.load(), kCalls);
+}
+
+// A Future kept unconsumed does not keep the function (and its callee's captures) alive.
+TEST(ThreadSafeFunctionFuture, AnUnconsumedFutureDoesNotKeepTheCalleeAlive) {
+  LoopThread worker{"tsf-future"};
+  auto token = std::make_shared<int>(0);
+  const std::weak_ptr<int> watch = token;
+  std::optional<xthread::Future<int>> kept;
+  {
+    ThreadSafeFunction<int()> f{worker.loop(), [token = std::move(token)] { return *token + 4; }};
+    kept.emplace(f.call());
+    kept->wait();
+  }
+  // The handle is gone and the call completed: only the loop's own finalization may still hold the
+  // state, and it runs on the loop thread; let the loop finish every task queued so far.
+  worker.loop().invoke_sync([] {});
+  EXPECT_TRUE(watch.expired());
+  EXPECT_EQ(kept->get(), 4);
+}
