@@ -106,13 +106,7 @@ void complete_on_target(Receiver& receiver) noexcept {
 
 template <class Receiver>
 void complete_closed(Receiver& receiver, const char* what) noexcept {
-  std::exception_ptr error;
-  try {
-    error = std::make_exception_ptr(ClosedError(what));
-  } catch (...) {
-    error = std::current_exception();  // bad_alloc building the message
-  }
-  std::move(receiver).set_error(std::move(error));
+  std::move(receiver).set_error(xthread::detail::closed_error_ptr(what));
 }
 
 }  // namespace detail
