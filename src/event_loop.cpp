@@ -118,13 +118,13 @@ void TimerState::run(LoopCore& core) noexcept {
   if (periodic) {
     if (phase.compare_exchange_strong(expected, kArmed, std::memory_order_acq_rel, std::memory_order_acquire)) {
       const auto now = SteadyClock::now();
-      auto next = saturating_add(deadline, period);
-      if (next <= now) {
+      auto next_deadline = saturating_add(deadline, period);
+      if (next_deadline <= now) {
         // Fell behind (the loop was busy): skip the missed ticks, keep the phase.
-        const auto behind = now - next;
-        next = saturating_add(next, period * (behind / period + 1));
+        const auto behind = now - next_deadline;
+        next_deadline = saturating_add(next_deadline, period * (behind / period + 1));
       }
-      deadline = next;
+      deadline = next_deadline;
       core.heap_push(std::move(self));  // cannot allocate: apply_timer_changes reserved room for it
       return;
     }

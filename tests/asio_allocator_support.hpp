@@ -25,7 +25,7 @@ template <class T>
 struct CountingAllocator {
   using value_type = T;
 
-  explicit CountingAllocator(AllocatorCounts& counts) noexcept : counts(&counts) {}
+  explicit CountingAllocator(AllocatorCounts& into) noexcept : counts(&into) {}
   template <class U>
   // NOLINTNEXTLINE(google-explicit-constructor): allocators rebind by implicit conversion
   CountingAllocator(const CountingAllocator<U>& other) noexcept : counts(other.counts) {}
@@ -57,7 +57,7 @@ template <class Body>
 struct AllocatingHandler {
   using allocator_type = CountingAllocator<void>;
 
-  AllocatingHandler(AllocatorCounts& counts, Body body) : body(std::move(body)), allocator(counts) {}
+  AllocatingHandler(AllocatorCounts& counts, Body handler_body) : body(std::move(handler_body)), allocator(counts) {}
   allocator_type get_allocator() const noexcept { return allocator; }
   template <class... Arguments>
   void operator()(Arguments&&... arguments) {

@@ -60,7 +60,7 @@ void run_bounded(asio::io_context& context, std::chrono::seconds limit = 10s) {
 /// An argument that counts its live copies: the call's arguments live in the operation's frame, so
 /// while one exists the frame does too.
 struct Tracked {
-  explicit Tracked(std::atomic<int>& live) : live(&live) { live.fetch_add(1); }
+  explicit Tracked(std::atomic<int>& counter) : live(&counter) { counter.fetch_add(1); }
   Tracked(const Tracked& other) : live(other.live) { live->fetch_add(1); }
   Tracked& operator=(const Tracked&) = delete;
   ~Tracked() { live->fetch_sub(1); }

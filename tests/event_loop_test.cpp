@@ -118,8 +118,8 @@ TEST_P(EventLoopDriven, RunsPrioritiesInOrderAndIdleLast) {
                                                     {Priority::normal, "normal"},       {Priority::high, "high"},
                                                     {Priority::immediate, "immediate"}, {Priority::low, "low2"},
                                                     {Priority::immediate, "immediate2"}};
-  for (const auto& [priority, name] : tasks) {
-    ASSERT_TRUE(loop.post([&order, name = std::string(name)] { order.push_back(name); }, priority));
+  for (const auto& [priority, label] : tasks) {
+    ASSERT_TRUE(loop.post([&order, name = std::string(label)] { order.push_back(name); }, priority));
   }
   ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
   drive(loop, GetParam());

@@ -2,8 +2,8 @@
 // Fire-and-forget empty tasks from one producer: xthread::ThreadPool against boost::asio::thread_pool.
 // CPU time is the whole process's (MeasureProcessCPUTime), per task, so spinning workers are charged.
 //
-//   ./xthread-micro --benchmark_filter=PoolPostEmpty --benchmark_repetitions=9 \
-//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   ./xthread-micro --benchmark_filter=PoolPostEmpty --benchmark_repetitions=9
+//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true  (one command line)
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 

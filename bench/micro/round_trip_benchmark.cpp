@@ -8,8 +8,8 @@
 // a coroutine hopping to another loop and back with `co_await loop.schedule()` (Hop_LoopSchedule);
 // and, for reference, an Asio coroutine hopping to another io_context and back (Hop_AsioPostAwaitable).
 //
-//   ./xthread-micro --benchmark_filter=RoundTrip --benchmark_repetitions=9 \
-//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true
+//   ./xthread-micro --benchmark_filter=RoundTrip --benchmark_repetitions=9
+//       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true  (one command line)
 #include <sys/epoll.h>
 #include <unistd.h>
 

@@ -189,8 +189,8 @@ class SyncWaitRoot {
       void await_suspend(std::coroutine_handle<promise_type> self) const noexcept {
         // The waiting thread may return from run(), destroy this frame and drop its share of the loop
         // as soon as stop() is called: keep the loop alive here, and touch nothing of the frame after.
-        const std::shared_ptr<EventLoop> loop = std::move(self.promise().loop);
-        loop->stop();
+        const std::shared_ptr<EventLoop> kept_loop = std::move(self.promise().loop);
+        kept_loop->stop();
       }
       void await_resume() const noexcept {}
     };

@@ -246,7 +246,7 @@ class EventLoop {
   struct Options {
     /// Receives exceptions escaping a task or timer, on the loop thread. Empty: print to stderr.
     /// It must not throw; if it does, the exception is printed and ignored. Never std::terminate.
-    std::function<void(std::exception_ptr)> on_error;
+    std::function<void(std::exception_ptr)> on_error{};
     /// The anti-starvation rule (see the class comment): after this many tasks in a row of one
     /// priority while a less urgent priority above `idle` has work waiting, one task of the most
     /// urgent waiting priority below runs. 0: strict priorities, no rule.

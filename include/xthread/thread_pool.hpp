@@ -116,15 +116,15 @@ class ThreadPool {
     std::string name = "xthread-pool"; ///< thread names are "<name>-<index>", cut to 15 characters
     /// Receives an exception escaping a post()ed task or a hook, on the worker thread. Empty: print to
     /// stderr. If it throws, that is printed and ignored. Never std::terminate.
-    std::function<void(std::exception_ptr)> on_error;
+    std::function<void(std::exception_ptr)> on_error{};
     /// Run on each worker thread when it starts / just before it exits (resize down, shutdown), with
     /// the worker's index (the one in its name): for naming, affinity, thread-local set-up. No task
     /// runs on the thread before on_thread_start returns or after on_thread_stop starts. The
     /// constructor (and a growing resize) waits for every new worker's on_thread_start to return, so
     /// on_thread_start must not wait for the code that constructs the pool.
-    std::function<void(std::size_t index)> on_thread_start;
+    std::function<void(std::size_t index)> on_thread_start{};
     /// See on_thread_start: runs on the worker just before it exits, after its last task.
-    std::function<void(std::size_t index)> on_thread_stop;
+    std::function<void(std::size_t index)> on_thread_stop{};
   };
 
   /// What stats() returns: a snapshot, stale as soon as it is taken.

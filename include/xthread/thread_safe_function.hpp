@@ -109,7 +109,7 @@ class ThreadSafeFunction<R(Args...)> {
   /// Construction options: `{.max_queue = 16, .finalizer = ..., .priority = Priority::high}`.
   struct Options {
     std::size_t max_queue = 0;          ///< queued calls allowed at once; 0 = unbounded
-    std::function<void()> finalizer;    ///< runs once on the loop thread when fully released (see class)
+    std::function<void()> finalizer{};  ///< runs once on the loop thread when fully released (see class)
     Priority priority = Priority::normal;  ///< priority of call(), call_sync() and try_call() on the loop
   };
 

@@ -11,6 +11,9 @@
 # 3. node-gyp rebuild --nodedir=/usr (the headers of the installed Node, nothing downloaded), node test.mjs;
 #    with the example's binding.gyp (the gyp dependency), then with the two include-folder forms;
 # 4. napi/ is left as it was (git status, ignored files included).
+# XTHREAD_EXAMPLE_CXX and XTHREAD_EXAMPLE_CXXFLAGS (set by ctest: the build's compiler and xthread's warning
+# set, cmake/xthreadWarnings.cmake) become node-gyp's CXX and CXXFLAGS, which come after Node's flags;
+# Node's headers are then system headers (-isystem), as in the CMake build of the addon.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -27,6 +30,13 @@ done
 nodedir="${XTHREAD_NODEDIR:-$(dirname "$(dirname "$(command -v node)")")}"
 [[ -f "$nodedir/include/node/common.gypi" ]] ||
   die "no $nodedir/include/node/common.gypi (Node's headers; set XTHREAD_NODEDIR to the folder holding include/node)"
+
+if [[ -n "${XTHREAD_EXAMPLE_CXX:-}" ]]; then
+  export CXX="$XTHREAD_EXAMPLE_CXX"
+fi
+if [[ -n "${XTHREAD_EXAMPLE_CXXFLAGS:-}" ]]; then
+  export CXXFLAGS="-isystem $nodedir/include/node $XTHREAD_EXAMPLE_CXXFLAGS"
+fi
 
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
@@ -62,7 +72,7 @@ say "npm install --offline $(basename "$tarball")"
 [[ -f "$project/node_modules/xthread-napi/include/xthread/errors.hpp" ]] || die "the installed package has no errors.hpp"
 
 build_and_test() {  # build_and_test WHAT: node-gyp rebuild in the project, then node test.mjs
-  say "$1: node-gyp rebuild --nodedir=$nodedir ($(node-gyp --version))"
+  say "$1: node-gyp rebuild --nodedir=$nodedir ($(node-gyp --version))${CXXFLAGS:+, CXXFLAGS=$CXXFLAGS}"
   local start=$SECONDS
   (cd "$project" && node-gyp rebuild --nodedir="$nodedir" --loglevel=warn -j 2 >"$tmp/gyp.out" 2>&1) || {
     cat "$tmp/gyp.out" >&2

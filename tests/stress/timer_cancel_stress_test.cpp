@@ -95,7 +95,8 @@ TEST(TimerCancelStress, CancelledTimeoutsDoNotAccumulateBehindALiveTimer) {
   xthread_stress::run_rounds("cancelled 30 s timeouts (x1000 per round)", xthread_stress::Limits::scaled(300), watchdog,
                              [&](std::uint64_t) {
     for (int i = 0; i < 1000; ++i) {
-      xthread::Timer timeout = worker.loop().post_after(30s, [payload, padding = std::array<char, 128>{}] {});
+      xthread::Timer timeout =
+          worker.loop().post_after(30s, [payload, padding = std::array<char, 128>{}] { static_cast<void>(padding); });
       timeout.cancel();
     }
   });

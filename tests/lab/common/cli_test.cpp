@@ -69,7 +69,7 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"calls_garbage", xcall({"--calls", "12x"}), "12x"},
                       BadInput{"load_fib_zero", xcall({"--load-fib", "0"}), "--load-fib"},
                       BadInput{"load_fib_bad_level", xcall({"--load-fib", "extreme=20"}), "'extreme'"}),
-    [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<BadInput>& param_info) { return std::string(param_info.param.name); });
 
 TEST(CliError, UnwritableOutIsRejectedBeforeMeasuring) {
   TempDir tmp;

@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"pool_burst_short_garbage", "pool", "--burst-short", "1ms!"},
         BadFlag{"pool_workload_empty", "pool", "--workload", ""}, BadFlag{"pool_pools_empty", "pool", "--pools", ""},
         BadFlag{"pool_out_empty", "pool", "--out", ""}),
-    [](const ::testing::TestParamInfo<BadFlag>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<BadFlag>& param_info) { return std::string(param_info.param.name); });
 
 // Flags that contradict each other (issue #22, item 8): --hot means back-to-back calls with no gap, so
 // --hot with --gap is bad input — exit 2 with one line, before anything runs.

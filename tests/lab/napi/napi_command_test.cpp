@@ -85,7 +85,9 @@ INSTANTIATE_TEST_SUITE_P(BadInputs, NapiCliError,
                                            BadInput{"work_beyond_node", napi({"--work", "11s"}), "--work: '11s'"},
                                            BadInput{"gap_not_offered", napi({"--gap", "0-1ms"}), "--gap"},
                                            BadInput{"load_fib_not_offered", napi({"--load-fib", "20"}), "--load-fib"}),
-                         [](const ::testing::TestParamInfo<BadInput>& info) { return std::string(info.param.name); });
+                         [](const ::testing::TestParamInfo<BadInput>& param_info) {
+                           return std::string(param_info.param.name);
+                         });
 
 // Environment errors are checked after the flags and before anything is measured or written: exit 1.
 TEST(NapiCli, MissingNodeExitsOne) {

@@ -270,6 +270,6 @@ INSTANTIATE_TEST_SUITE_P(
         Conflict{"priority_point_with_load", {"--priority-point", "--load", "idle"}, "--load"},
         Conflict{"backlog_without_priority_point", {"--backlog-tasks", "8"}, "--priority-point"},
         Conflict{"backlog_work_without_priority_point", {"--backlog-task-work", "1us"}, "--priority-point"}),
-    [](const ::testing::TestParamInfo<Conflict>& info) { return std::string(info.param.name); });
+    [](const ::testing::TestParamInfo<Conflict>& param_info) { return std::string(param_info.param.name); });
 
 }  // namespace
