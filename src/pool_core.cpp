@@ -402,3 +402,11 @@ bool pool_core_enqueue(void* core, PoolResume&& task) {
 }
 
 }  // namespace xthread::detail
+
+namespace xthread {
+
+// Here, not in thread_pool.cpp: PoolCore::enqueue (the per-post path) is inlined into it, as it was
+// when the engine was defined in thread_pool.cpp.
+bool ThreadPool::enqueue(detail::PoolTask&& task) { return core_->enqueue(std::move(task)); }
+
+}  // namespace xthread

@@ -47,7 +47,8 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   PoolCore(const PoolCore&) = delete;
   PoolCore& operator=(const PoolCore&) = delete;
 
-  bool enqueue(PoolTask&& task);
+  // inline: defined in pool_core.cpp, where both its callers are (ThreadPool::enqueue, pool_core_enqueue).
+  inline bool enqueue(PoolTask&& task);
   std::size_t worker_count() const noexcept { return live_workers_.load(std::memory_order_relaxed); }
   bool in_worker_thread() const noexcept;
   void resize(std::size_t threads);
@@ -63,6 +64,9 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   std::size_t shutdown(Shutdown mode);
 
  private:
+  // Every private member function is `inline`, defined and used in pool_core.cpp only: GCC then inlines
+  // them as it did when they were defined in the class (the per-task path: claim, claimable and sleep
+  // into worker_main).
   struct alignas(64) Worker {
     std::thread thread;
     std::size_t index = 0;
@@ -73,37 +77,37 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     std::atomic<bool> exited{false};          // set by the worker as its last action
   };
 
-  void check_not_own_worker(const char* what) const;
-  std::size_t pick_shard() noexcept;
-  std::size_t pending() const noexcept;
+  inline void check_not_own_worker(const char* what) const;
+  inline std::size_t pick_shard() noexcept;
+  inline std::size_t pending() const noexcept;
   /// True when a claim could succeed now.
-  bool claimable() const noexcept;
+  inline bool claimable() const noexcept;
   /// A barrier: every claim (under a ready lock) and every post (under an inbox lock) that started
   /// before it has finished, and every later one sees the flags stored before it.
-  void lock_every_shard_once();
+  inline void lock_every_shard_once();
   /// Takes one task: from the worker's own shard, else the oldest of another. Marks the worker busy
   /// first, so wait_idle never sees the task neither queued nor running.
-  bool claim(Worker& self, PoolTask& task);
-  void mark_idle(Worker& self) noexcept;
-  void notify_idle_waiters();
+  inline bool claim(Worker& self, PoolTask& task);
+  inline void mark_idle(Worker& self) noexcept;
+  inline void notify_idle_waiters();
   /// Sleeps (PoolWake::sleep) unless work or a reason to exit is visible after registering.
-  void sleep(Worker& self);
-  bool should_exit(const Worker& self) const noexcept;
+  inline void sleep(Worker& self);
+  inline bool should_exit(const Worker& self) const noexcept;
   /// The constructor and resize() return once every worker they created is running and has finished
   /// on_thread_start: a new pool is settled (no thread still starting up while the caller measures or
   /// posts), and thread-local set-up done by the hook is complete. Not from one of the pool's own
   /// threads (a hook that resizes would wait for itself).
-  void wait_until_started(std::uint32_t spawned) noexcept;
+  inline void wait_until_started(std::uint32_t spawned) noexcept;
   /// True when this worker may poll for work before sleeping (then it must call stop_polling).
-  bool start_polling() noexcept;
-  void worker_main(Worker* self);
-  bool wait_idle_until(SteadyClock::time_point deadline);
-  bool idle_locked() const XTHREAD_REQUIRES(mutex_);
-  void grow_locked(std::size_t threads) XTHREAD_REQUIRES(mutex_);
-  void collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finished) XTHREAD_REQUIRES(mutex_);
-  void report_error(std::exception_ptr error) noexcept;
-  void run_hook(const std::function<void(std::size_t)>& hook, std::size_t index, const char* what) noexcept;
-  void name_thread(std::size_t index) const;
+  inline bool start_polling() noexcept;
+  inline void worker_main(Worker* self);
+  inline bool wait_idle_until(SteadyClock::time_point deadline);
+  inline bool idle_locked() const XTHREAD_REQUIRES(mutex_);
+  inline void grow_locked(std::size_t threads) XTHREAD_REQUIRES(mutex_);
+  inline void collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finished) XTHREAD_REQUIRES(mutex_);
+  inline void report_error(std::exception_ptr error) noexcept;
+  inline void run_hook(const std::function<void(std::size_t)>& hook, std::size_t index, const char* what) noexcept;
+  inline void name_thread(std::size_t index) const;
 
   const std::string name_;
   const std::function<void(std::exception_ptr)> on_error_;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// ThreadPool's member definitions: each forwards to the engine, detail::PoolCore (pool_core.hpp).
+// ThreadPool's member definitions (but enqueue: pool_core.cpp): each forwards to the engine, detail::PoolCore.
 #include "xthread/thread_pool.hpp"
 
 #include <memory>
@@ -21,7 +21,7 @@ ThreadPool::ThreadPool(std::size_t threads)
 // NOLINTNEXTLINE(bugprone-exception-escape): its logic_error from a worker of this pool terminates, as documented
 ThreadPool::~ThreadPool() { core_->shutdown(Shutdown::drain); }
 
-bool ThreadPool::enqueue(detail::PoolTask&& task) { return core_->enqueue(std::move(task)); }
+// ThreadPool::enqueue, the per-post path, is defined in pool_core.cpp, beside PoolCore::enqueue.
 bool ThreadPool::wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout) { return core_->wait_idle_for(timeout); }
 std::size_t ThreadPool::worker_count() const noexcept { return core_->worker_count(); }
 void ThreadPool::resize(std::size_t threads) { core_->resize(threads); }
