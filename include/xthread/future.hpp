@@ -257,29 +257,28 @@ class [[nodiscard]] Future {
 
   /// Blocks until the result is there. Throws std::future_error(no_state) on an empty future.
   void wait() const {
-    check();
-    (void)state_->wait_until(detail::SteadyClock::time_point::max());
+    (void)checked().wait_until(detail::SteadyClock::time_point::max());
   }
 
   /// As std::future: ready or timeout (never deferred). Any duration; it saturates.
   template <class Rep, class Period>
   std::future_status wait_for(std::chrono::duration<Rep, Period> timeout) const {
-    check();
+    detail::FutureState<R>& state = checked();
     const auto deadline = detail::saturating_add(detail::SteadyClock::now(), detail::saturating_nanoseconds(timeout));
-    return state_->wait_until(deadline) ? std::future_status::ready : std::future_status::timeout;
+    return state.wait_until(deadline) ? std::future_status::ready : std::future_status::timeout;
   }
   /// Any clock and duration; it saturates: a deadline beyond what nanoseconds count (e.g.
   /// `time_point<Clock, hours>::max()`) waits forever, one at or before now is a poll.
   template <class Clock, class Duration>
   std::future_status wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
-    check();
+    detail::FutureState<R>& state = checked();
     for (;;) {  // re-read Clock: a non-steady clock may be set while we wait
       // Saturating: a coarse deadline (time_point<Clock, hours>::max()) must not overflow into the past.
       const auto left = detail::saturating_time_left(deadline, Clock::now());
       const auto steady_deadline = left == std::chrono::nanoseconds::max()
                                        ? detail::SteadyClock::time_point::max()  // beyond range: forever
                                        : detail::saturating_add(detail::SteadyClock::now(), left);
-      if (state_->wait_until(steady_deadline)) return std::future_status::ready;
+      if (state.wait_until(steady_deadline)) return std::future_status::ready;
       if (detail::saturating_time_left(deadline, Clock::now()) == std::chrono::nanoseconds::zero()) {
         return std::future_status::timeout;
       }
@@ -289,17 +288,22 @@ class [[nodiscard]] Future {
   /// Waits, then returns the value (moved out) or rethrows the task's exception. Once: the future is
   /// empty afterwards. Throws std::future_error(no_state) on an empty future.
   R get() {
-    wait();
-    return std::exchange(state_, nullptr)->consume();  // ready: ours to free
+    detail::FutureState<R>& state = checked();
+    (void)state.wait_until(detail::SteadyClock::time_point::max());
+    state_ = nullptr;
+    return state.consume();  // ready: ours to free
   }
 
  private:
   friend Future detail::make_future<R>(detail::FutureState<R>*) noexcept;
   explicit Future(detail::FutureState<R>* state) noexcept : state_(state) {}
 
-  void check() const {
-    if (state_ == nullptr) throw std::future_error(std::future_errc::no_state);
+  /// The state, or std::future_error(no_state) on an empty future.
+  detail::FutureState<R>& checked() const {
+    if (state_ == nullptr) throw_no_state();
+    return *state_;
   }
+  [[noreturn]] static void throw_no_state() { throw std::future_error(std::future_errc::no_state); }
   void release() noexcept {
     if (state_ != nullptr) std::exchange(state_, nullptr)->abandon();
   }

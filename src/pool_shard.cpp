@@ -1,0 +1,34 @@
+// SPDX-License-Identifier: MIT
+#include "pool_shard.hpp"
+
+namespace xthread::detail {
+
+namespace {
+// Where the next producer thread starts (see first_producer_cursor()).
+std::atomic<std::size_t> producer_seed{0};
+}  // namespace
+
+void PoolShard::pass_barrier() {
+  {
+    SpinLock lock(ready_mutex);
+  }
+  {
+    SpinLock lock(inbox_mutex);
+  }
+}
+
+std::size_t PoolShard::take_all(TaskQueue<PoolTask>& ready_out, TaskQueue<PoolTask>& inbox_out) {
+  SpinLock ready_lock(ready_mutex);
+  SpinLock inbox_lock(inbox_mutex);
+  ready_out.swap(ready);
+  inbox_out.swap(inbox);
+  ready_count.store(0, std::memory_order_seq_cst);
+  moved.store(pushed.load(std::memory_order_relaxed), std::memory_order_seq_cst);
+  return ready_out.size() + inbox_out.size();
+}
+
+std::size_t first_producer_cursor() noexcept {
+  return producer_seed.fetch_add(kProducerRun, std::memory_order_relaxed);
+}
+
+}  // namespace xthread::detail
