@@ -16,7 +16,7 @@ namespace xthread::detail {
 class PoolCore;
 
 /// The pool whose worker the calling thread is (inside a task or a hook), kept alive by the returned
-/// reference; null on any other thread. Defined in src/thread_pool.cpp.
+/// reference; null on any other thread. Defined in src/pool_core.cpp.
 [[nodiscard]] std::shared_ptr<PoolCore> calling_thread_pool() noexcept;
 /// A PoolEnqueue for ThreadPool's engine: false once the pool shut down (or started to). May throw
 /// std::bad_alloc (nothing queued then).
