@@ -7,16 +7,6 @@ namespace xthread::detail {
 
 // ---- TaskList ---------------------------------------------------------------------------------
 
-void TaskList::push_back(LoopTask* task) noexcept {
-  task->next = nullptr;
-  if (tail == nullptr) {
-    head = tail = task;
-  } else {
-    tail->next = task;
-    tail = task;
-  }
-}
-
 void TaskList::push_front_list(TaskList other) noexcept {
   if (other.empty()) return;
   other.tail->next = head;
@@ -47,33 +37,7 @@ void TaskList::append(TaskList other) noexcept {
   }
 }
 
-// ---- Streaks ----------------------------------------------------------------------------------
-
-bool Streaks::count_task(std::size_t level, std::uint32_t waiting) noexcept {
-  // Less urgent levels above idle: while one has work, this level's tasks count toward its streak.
-  const std::uint32_t less_urgent = level < kIdleLevel ? (kIdleBit - 1u) & ~((2u << level) - 1u) : 0u;
-  if (limit_ == 0 || less_urgent == 0) return false;
-  if ((waiting & less_urgent) == 0) {
-    counts_[level] = 0;
-    return false;
-  }
-  return ++counts_[level] >= limit_;
-}
-
 // ---- RunQueue ---------------------------------------------------------------------------------
-
-void RunQueue::push(LoopTask* task, std::size_t level, bool at_front) noexcept {
-  if (at_front) {
-    task->next = nullptr;
-    lists_[level].push_front_list(TaskList{task, task});
-    ++fronts_[level];
-    mask_ |= front_bit(level);
-  } else {
-    lists_[level].push_back(task);
-  }
-  ++counts_[level];
-  mask_ |= level_bit(level);
-}
 
 void RunQueue::append(std::size_t level, TaskList tasks, std::size_t count) noexcept {
   if (tasks.empty()) return;

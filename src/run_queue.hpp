@@ -35,7 +35,15 @@ inline constexpr std::uint32_t kIdleBit = level_bit(kIdleLevel);
 struct TaskList {
   LoopTask* head = nullptr;
   LoopTask* tail = nullptr;
-  void push_back(LoopTask* task) noexcept;
+  void push_back(LoopTask* task) noexcept {
+    task->next = nullptr;
+    if (tail == nullptr) {
+      head = tail = task;
+    } else {
+      tail->next = task;
+      tail = task;
+    }
+  }
   void push_front_list(TaskList other) noexcept;
   /// Inserts `other` after the first `skip` tasks (skip <= length).
   void insert_after(std::size_t skip, TaskList other) noexcept;
@@ -58,7 +66,16 @@ class Streaks {
   explicit Streaks(std::uint32_t limit) noexcept : limit_(limit) {}
   /// A task of `level` ran while the queue's mask was `waiting`: counts it; true when the level has
   /// reached the limit with less urgent work waiting, i.e. its batch must yield now.
-  bool count_task(std::size_t level, std::uint32_t waiting) noexcept;
+  bool count_task(std::size_t level, std::uint32_t waiting) noexcept {
+    // Less urgent levels above idle: while one has work, this level's tasks count toward its streak.
+    const std::uint32_t less_urgent = level < kIdleLevel ? (kIdleBit - 1u) & ~((2u << level) - 1u) : 0u;
+    if (limit_ == 0 || less_urgent == 0) return false;
+    if ((waiting & less_urgent) == 0) {
+      counts_[level] = 0;
+      return false;
+    }
+    return ++counts_[level] >= limit_;
+  }
   [[nodiscard]] bool reached(std::size_t level) const noexcept { return limit_ != 0 && counts_[level] >= limit_; }
   [[nodiscard]] std::uint32_t count(std::size_t level) const noexcept { return counts_[level]; }
   void reset(std::size_t level) noexcept { counts_[level] = 0; }
@@ -71,7 +88,18 @@ class Streaks {
 class RunQueue {
  public:
   /// `at_front`: ahead of every task queued at `level` (the latest at_front task runs first).
-  void push(LoopTask* task, std::size_t level, bool at_front) noexcept;
+  void push(LoopTask* task, std::size_t level, bool at_front) noexcept {
+    if (at_front) {
+      task->next = nullptr;
+      lists_[level].push_front_list(TaskList{task, task});
+      ++fronts_[level];
+      mask_ |= front_bit(level);
+    } else {
+      lists_[level].push_back(task);
+    }
+    ++counts_[level];
+    mask_ |= level_bit(level);
+  }
   /// `count` tasks (due timers) join the back of `level`'s list.
   void append(std::size_t level, TaskList tasks, std::size_t count) noexcept;
   /// The next batch: the whole list of the most urgent level above idle with work, unless the

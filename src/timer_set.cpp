@@ -126,12 +126,6 @@ bool TimerSet::collect_due(SteadyClock::time_point now, std::array<TaskList, kLe
   return any;
 }
 
-bool TimerSet::due_now() const noexcept {
-  if (heap_.empty()) return false;
-  const auto deadline = heap_.front()->deadline;
-  return deadline != SteadyClock::time_point::max() && deadline <= SteadyClock::now();
-}
-
 SteadyClock::time_point TimerSet::earliest_armed(SteadyClock::time_point earliest) const noexcept {
   if (!heap_.empty()) {
     if (armed(*heap_.front())) {

@@ -75,7 +75,11 @@ class TimerSet {
     return heap_.empty() ? SteadyClock::time_point::max() : heap_.front()->deadline;
   }
   /// A timer in the heap is due (reads the clock only when the heap has a finite deadline).
-  [[nodiscard]] bool due_now() const noexcept;
+  [[nodiscard]] bool due_now() const noexcept {
+    if (heap_.empty()) return false;
+    const auto deadline = heap_.front()->deadline;
+    return deadline != SteadyClock::time_point::max() && deadline <= SteadyClock::now();
+  }
   /// The earliest deadline of an armed timer in the heap or being adopted, if earlier than `earliest`.
   [[nodiscard]] SteadyClock::time_point earliest_armed(SteadyClock::time_point earliest) const noexcept;
   /// A queued periodic timer left its run queue (it starts, or it was cancelled meanwhile).

@@ -16,16 +16,6 @@ Waker::~Waker() {
   if (fd >= 0) ::close(fd);
 }
 
-Waker::Wake Waker::claim() noexcept {
-  // Only the first producer to find the loop parked (or its host waiting) pays for a wake; the rest
-  // see kNotified (or kRunning) and return. That is the coalescing promise.
-  const std::uint32_t state = word_.load(std::memory_order_relaxed);  // relaxed: under the loop's mutex
-  if (state != kParked && state != kHostWaiting) return Wake::none;
-  word_.store(kNotified, std::memory_order_relaxed);  // relaxed: under the loop's mutex
-  wakeups_.fetch_add(1, std::memory_order_relaxed);   // relaxed: a statistic
-  return state == kParked ? Wake::futex : Wake::fd;
-}
-
 void Waker::set_parked() noexcept {
   word_.store(kParked, std::memory_order_relaxed);  // relaxed: producers read it under the loop's mutex
   parks_.fetch_add(1, std::memory_order_relaxed);   // relaxed: a statistic
@@ -46,7 +36,7 @@ int Waker::make_fd() {
   return fd;
 }
 
-void Waker::deliver(Wake wake) noexcept {
+void Waker::deliver_slow(Wake wake) noexcept {
   if (wake == Wake::futex) {
     futex_wake_one(word_);
   } else if (wake == Wake::fd) {

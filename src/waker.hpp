@@ -27,7 +27,15 @@ class Waker {
   // Under the loop's mutex:
   /// A producer queued work: the first one to find the loop parked (or its host waiting) stores
   /// kNotified and must deliver the returned wake; every other one gets Wake::none.
-  [[nodiscard]] Wake claim() noexcept;
+  [[nodiscard]] Wake claim() noexcept {
+    // Only the first producer to find the loop parked (or its host waiting) pays for a wake; the rest
+    // see kNotified (or kRunning) and return. That is the coalescing promise.
+    const std::uint32_t state = word_.load(std::memory_order_relaxed);  // relaxed: under the loop's mutex
+    if (state != kParked && state != kHostWaiting) return Wake::none;
+    word_.store(kNotified, std::memory_order_relaxed);  // relaxed: under the loop's mutex
+    wakeups_.fetch_add(1, std::memory_order_relaxed);   // relaxed: a statistic
+    return state == kParked ? Wake::futex : Wake::fd;
+  }
   /// The loop is awake and will look at its queues before it sleeps again.
   void set_running() noexcept { word_.store(kRunning, std::memory_order_relaxed); }  // relaxed: under the mutex
   /// The loop is about to park() (counted as a park).
@@ -41,7 +49,9 @@ class Waker {
   [[nodiscard]] int make_fd();
 
   // Without the mutex:
-  void deliver(Wake wake) noexcept;
+  void deliver(Wake wake) noexcept {
+    if (wake != Wake::none) deliver_slow(wake);
+  }
   /// Makes the eventfd readable (if there is one).
   void signal_fd() noexcept;
   /// Reads the eventfd's counter to zero (if there is one).
@@ -60,6 +70,8 @@ class Waker {
   [[nodiscard]] std::uint64_t parks() const noexcept { return parks_.load(std::memory_order_relaxed); }
 
  private:
+  void deliver_slow(Wake wake) noexcept;
+
   // kParked: the loop thread sleeps on word_ (futex). kHostWaiting: run_ready() returned with nothing
   // ready; the host sleeps in its own loop, watching fd_. The first producer to see either stores
   // kNotified and wakes it (claim).
