@@ -495,6 +495,23 @@ TEST_P(EventLoopHardeningDriven, AHighPriorityTimerInterruptsALongBatchOfNormalT
   EXPECT_LT(ran_at_first_tick, kTasks / 2);     // and the first tick came early in the batch
 }
 
+TEST_P(EventLoopHardeningDriven, TimersAddedBeforeAnIterationAreDueInIt) {
+  // Issue #24: an iteration first takes the timers added and cancelled since the last one, then
+  // queues the due ones (event_loop.hpp, "One iteration, in order"), so a `high` timer added before
+  // run() runs ahead of the `normal` task queued before it, and the one cancelled never runs. (The
+  // loop used to queue due timers before taking new ones: the task ran first, the timer after it.)
+  EventLoop loop;
+  std::vector<std::string> order;
+  Timer cancelled = loop.post_after(0ns, [&] { order.push_back("cancelled"); }, Priority::high);
+  Timer timer = loop.post_after(0ns, [&] { order.push_back("timer"); }, Priority::high);
+  ASSERT_TRUE(loop.post([&] { order.push_back("task"); }));
+  EXPECT_TRUE(cancelled.cancel());
+  ASSERT_TRUE(loop.post([&] { loop.stop(); }, Priority::idle));
+  drive(loop, GetParam());
+  const std::vector<std::string> expected{"timer", "task"};
+  EXPECT_EQ(order, expected);
+}
+
 TEST_P(EventLoopHardeningDriven, ADueNormalTimerJoinsTheBackOfTheNormalQueueWhenNoticed) {
   EventLoop loop;
   std::vector<std::string> order;

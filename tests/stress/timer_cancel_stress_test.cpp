@@ -105,3 +105,45 @@ TEST(TimerCancelStress, CancelledTimeoutsDoNotAccumulateBehindALiveTimer) {
   ASSERT_TRUE(worker.loop().post([&] { captures_left.set_value(payload.use_count() - 1); }));
   EXPECT_EQ(captures_left.get_future().get(), 0);
 }
+
+TEST(TimerCancelStress, ATaskPostedAfterCancelReturnedRunsAfterTheCapturesAreGone) {
+  // The loop is kept busy by a stream of tasks from another thread, so cancellations also land
+  // between an iteration's timer step and its batch (issue #24): each task posted right after a
+  // cancel() must still find the cancelled timer's captures destroyed.
+  xthread_stress::Watchdog watchdog("timer cancel then post");
+  std::atomic<int> in_flight{0};  // before the loop: its tasks use it until the loop is gone
+  xthread::LoopThread worker{"stress-cancel-post"};
+  std::atomic<bool> streaming{true};
+  std::thread stream([&] {
+    while (streaming.load(std::memory_order_relaxed)) {
+      if (in_flight.load(std::memory_order_relaxed) >= 64) {  // bounded backlog
+        std::this_thread::yield();
+        continue;
+      }
+      in_flight.fetch_add(1, std::memory_order_relaxed);
+      if (!worker.loop().post([&in_flight] { in_flight.fetch_sub(1, std::memory_order_relaxed); })) break;
+    }
+  });
+  xthread::Timer ahead = worker.loop().post_after(1h, [] {});  // the heap is never empty
+  std::atomic<std::uint64_t> alive_after_cancel{0};
+  xthread_stress::run_rounds("cancel then post (x200 per round)", xthread_stress::Limits::scaled(200), watchdog,
+                             [&](std::uint64_t) {
+    std::vector<std::future<void>> checks;
+    for (int i = 0; i < 200; ++i) {
+      auto capture = std::make_shared<int>(i);
+      std::weak_ptr<int> watch = capture;
+      xthread::Timer timer = worker.loop().post_after(30s, [capture = std::move(capture)] {});
+      timer.cancel();
+      auto done = std::make_shared<std::promise<void>>();
+      checks.push_back(done->get_future());
+      ASSERT_TRUE(worker.loop().post([&alive_after_cancel, watch, done] {
+        if (!watch.expired()) alive_after_cancel.fetch_add(1);
+        done->set_value();
+      }));
+    }
+    for (auto& check : checks) check.wait();
+  });
+  streaming.store(false);
+  stream.join();
+  EXPECT_EQ(alive_after_cancel.load(), 0u);
+}

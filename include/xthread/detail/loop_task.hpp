@@ -19,6 +19,8 @@
 namespace xthread::detail {
 
 class LoopCore;
+class WaitGraph;
+class WaitTarget;
 
 /// An intrusive unit of loop work. Exactly one of run() / discard() is called, once, and the task
 /// disposes of itself inside it (delete, return to a pool, or signal a waiting caller's stack frame).
@@ -137,10 +139,10 @@ class WaitRecord {
   WaitRecord& operator=(const WaitRecord&) = delete;
 
  private:
-  friend class LoopCore;
+  friend class WaitGraph;
   // All guarded by LoopCore's wait-graph mutex while linked.
   std::thread::id thread_;
-  const LoopCore* target_ = nullptr;
+  const WaitTarget* target_ = nullptr;
   WaitRecord* previous_ = nullptr;
   WaitRecord* next_ = nullptr;
 };

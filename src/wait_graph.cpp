@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+#include "wait_graph.hpp"
+
+namespace xthread::detail {
+
+Mutex WaitGraph::mutex_;
+WaitRecord* WaitGraph::waiting_threads_ = nullptr;
+std::size_t WaitGraph::waiting_count_ = 0;
+
+bool WaitGraph::begin_wait(WaitRecord& record, const WaitTarget& target) noexcept {
+  const std::thread::id self = std::this_thread::get_id();
+  MutexLock lock(mutex_);
+  // Follow target → the thread running it → the target that thread waits for → ...; reaching the
+  // calling thread closes a cycle. A path ends at a target nobody runs or whose thread is not blocked
+  // in a synchronous call. With at most one record per thread a longer walk than there are records
+  // would be a cycle not through us, which recording every wait rules out; the bound is a guard.
+  const WaitTarget* loop = &target;
+  for (std::size_t hops = 0; hops <= waiting_count_; ++hops) {
+    // relaxed: a change of a target's thread is made under this lock (WaitTarget::set_thread).
+    const std::thread::id runner = loop->thread_.load(std::memory_order_relaxed);
+    if (runner == self) return false;
+    if (runner == std::thread::id{}) break;
+    const WaitRecord* blocked = waiting_threads_;
+    while (blocked != nullptr && blocked->thread_ != runner) blocked = blocked->next_;
+    if (blocked == nullptr) break;
+    loop = blocked->target_;  // alive: the blocked thread's call is queued there (see waiting_threads_)
+  }
+  record.thread_ = self;
+  record.target_ = &target;
+  record.previous_ = nullptr;
+  record.next_ = waiting_threads_;
+  if (waiting_threads_ != nullptr) waiting_threads_->previous_ = &record;
+  waiting_threads_ = &record;
+  ++waiting_count_;
+  return true;
+}
+
+void WaitGraph::end_wait(WaitRecord& record) noexcept {
+  MutexLock lock(mutex_);
+  if (record.previous_ != nullptr) {
+    record.previous_->next_ = record.next_;
+  } else {
+    waiting_threads_ = record.next_;
+  }
+  if (record.next_ != nullptr) record.next_->previous_ = record.previous_;
+  record.previous_ = record.next_ = nullptr;
+  --waiting_count_;
+}
+
+void WaitTarget::set_thread(std::thread::id thread) noexcept {
+  // relaxed: the caller serializes the writes, so reading our own last store needs no order.
+  if (thread_.load(std::memory_order_relaxed) == thread) return;  // a host's next run_ready(): no change
+  MutexLock graph(WaitGraph::mutex_);
+  thread_.store(thread, std::memory_order_relaxed);  // relaxed: begin_wait reads it under the graph lock
+}
+
+}  // namespace xthread::detail
