@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "error_report.hpp"
 #include "xthread/detail/futex.hpp"
 
 namespace xthread::detail {
@@ -15,16 +16,6 @@ namespace {
 thread_local LoopCore* current_loop = nullptr;
 // The loop this thread hosted last (run_ready); it stays the loop's thread between calls.
 thread_local std::weak_ptr<LoopCore> hosted_loop;
-
-void print_error(const char* where, const std::exception_ptr& error) noexcept {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& exception) {
-    std::fprintf(stderr, "xthread: %s threw: %s\n", where, exception.what());
-  } catch (...) {
-    std::fprintf(stderr, "xthread: %s threw a non-std::exception\n", where);
-  }
-}
 
 }  // namespace
 
@@ -41,15 +32,7 @@ LoopCore::~LoopCore() { close_and_wait(); }
 LoopCore* LoopCore::current() noexcept { return current_loop; }
 
 void LoopCore::report_error(std::exception_ptr error) noexcept {
-  if (!on_error_) {
-    print_error("EventLoop task", error);
-    return;
-  }
-  try {
-    on_error_(std::move(error));
-  } catch (...) {
-    print_error("EventLoop on_error handler", std::current_exception());
-  }
+  detail::report_error(on_error_, std::move(error), "EventLoop task", "EventLoop on_error handler");
 }
 
 void LoopCore::publish_locked() noexcept {

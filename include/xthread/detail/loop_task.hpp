@@ -140,7 +140,7 @@ class WaitRecord {
 
  private:
   friend class WaitGraph;
-  // All guarded by LoopCore's wait-graph mutex while linked.
+  // All guarded by WaitGraph's mutex while linked.
   std::thread::id thread_;
   const WaitTarget* target_ = nullptr;
   WaitRecord* previous_ = nullptr;
