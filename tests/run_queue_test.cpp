@@ -24,7 +24,7 @@ using xthread::detail::Streaks;
 using xthread::detail::TaskList;
 
 struct Item final : LoopTask {
-  explicit Item(std::string name) : name(std::move(name)) {}
+  explicit Item(std::string label) : name(std::move(label)) {}
   void run(LoopCore& /*core*/) noexcept override {}
   void discard() noexcept override {}
   std::string name;
