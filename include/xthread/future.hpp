@@ -256,9 +256,7 @@ class [[nodiscard]] Future {
   [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
 
   /// Blocks until the result is there. Throws std::future_error(no_state) on an empty future.
-  void wait() const {
-    (void)checked().wait_until(detail::SteadyClock::time_point::max());
-  }
+  void wait() const { (void)checked().wait_until(detail::SteadyClock::time_point::max()); }
 
   /// As std::future: ready or timeout (never deferred). Any duration; it saturates.
   template <class Rep, class Period>
