@@ -690,16 +690,18 @@ class SyncCall final : public CallBase {
     spin.record(std::chrono::steady_clock::now() - start);
     // The outcome moves to this thread before the reference goes, so the last owner (maybe the JS thread)
     // destroys an empty one: the exception a caller is still reading is never freed on another thread.
-    Outcome<R> outcome;
+    // Moved into a fresh object, not assigned over an empty one (g++ 12's ASan build then warns that
+    // the empty one may be used uninitialized: -Wmaybe-uninitialized).
+    std::optional<Outcome<R>> outcome;
     std::exception_ptr move_error;
     try {
-      outcome = std::move(outcome_);
+      outcome.emplace(std::move(outcome_));
     } catch (...) {
       move_error = std::current_exception();  // R's move threw: that is the call's error
     }
     release();
     if (move_error) std::rethrow_exception(move_error);
-    return outcome.take();
+    return outcome->take();
   }
 
  private:
