@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
-/// xthread/future.hpp — the result of ThreadPool::submit and TaskGroup::submit: a one-shot future whose
-/// waiter polls briefly before it sleeps, so a result that arrives within microseconds costs no kernel
-/// wake-up.
+/// xthread/future.hpp — the result of ThreadPool::submit, TaskGroup::submit, ThreadSafeFunction::call
+/// and EventLoop::invoke: a one-shot future whose waiter polls briefly before it sleeps, so a result
+/// that arrives within microseconds costs no kernel wake-up.
 /// @file
 #pragma once
 
@@ -220,11 +220,12 @@ auto make_submitted_call(const char* closed_reason, F&& f, A&&... args) {
 
 }  // namespace detail
 
-/// The outcome of a task submitted to a ThreadPool (or TaskGroup): its value, its exception, or
-/// ClosedError if it never ran. Like std::future (one consumer, get() once), but a waiter first polls
-/// for a few microseconds — as long as about twice this thread's recent short waits, at most 100 µs —
-/// and only then sleeps in the kernel, so a quick task's result costs no kernel wake-up on either
-/// side. The task's captures are destroyed before the result becomes ready.
+/// The outcome of a task submitted to a ThreadPool (or TaskGroup), a ThreadSafeFunction::call or an
+/// EventLoop::invoke: its value, its exception, or ClosedError if it never ran. Like std::future (one
+/// consumer, get() once), but a waiter first polls for a few microseconds — as long as about twice
+/// this thread's recent short waits, at most 100 µs — and only then sleeps in the kernel, so a quick
+/// task's result costs no kernel wake-up on either side. The task's captures (a call's arguments) are
+/// destroyed before the result becomes ready.
 ///
 /// Thread rule: one Future is used by one thread at a time (as std::future); it may be moved to and
 /// used from any thread. Memory ordering: everything the task did happens-before wait()/get() return

@@ -45,9 +45,6 @@ class Outcome {
   /// The call never ran: ClosedError(`reason`) (bad_alloc instead when even that cannot be built).
   void close(const char* reason) noexcept { error_ = closed_error_ptr(reason); }
 
-  /// Keeps `error` as the outcome.
-  void fail(std::exception_ptr error) noexcept { error_ = std::move(error); }
-
   /// The value, moved out, or rethrows the exception. Once.
   R take() {
     if (error_) std::rethrow_exception(error_);
