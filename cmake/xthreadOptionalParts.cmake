@@ -175,6 +175,7 @@ endfunction()
 # libuv is needed by the tests as a whole; Python 3 and Boost only by the tests below.
 _xthread_part(XTHREAD_WITH_TESTS "tests" WHEN XTHREAD_BUILD_TESTS NEEDS GTest libuv)
 _xthread_part(XTHREAD_WITH_LICENSE_TEST "the license_headers test" WHEN XTHREAD_WITH_TESTS NEEDS Python3)
+_xthread_part(XTHREAD_WITH_HEADER_LAYERS_TEST "the header_layers test" WHEN XTHREAD_WITH_TESTS NEEDS Python3)
 _xthread_part(XTHREAD_WITH_ASIO_TESTS "the Asio tests (asio_test, asio_allocation_test)"
   WHEN XTHREAD_WITH_TESTS NEEDS Boost)
 _xthread_part(XTHREAD_WITH_NAPI "the Node-API bridge (napi/)" WHEN XTHREAD_BUILD_NAPI NEEDS NodeAPI)

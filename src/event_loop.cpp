@@ -2,28 +2,27 @@
 #include "xthread/event_loop.hpp"
 
 #include "loop_core.hpp"
+#include "loop_tasks.hpp"
 
 namespace xthread::detail {
 
 void CancellableTask::run(LoopCore& core) noexcept {
   const std::shared_ptr<CancellableTask> keep = std::move(self_while_queued);  // alive until we return
-  std::uint32_t expected = kQueued;
-  // acq_rel: the start and cancel() are ordered by this one RMW (see the phase protocol).
-  if (phase.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel, std::memory_order_acquire)) {
+  // The start and cancel() are decided by this one move (see the phase protocol).
+  if (phase.move(Phase::queued, Phase::running)) {
     try {
       function();
     } catch (...) {
       core.report_error(std::current_exception());
     }
-    phase.store(kFinished, std::memory_order_release);  // release: pending()/cancel() after this see the run's effects
+    phase.set(Phase::finished);  // only the runner leaves `running`; pending()/cancel() after this see the run
   }
   function.reset();  // run or cancelled, the captures go on the loop thread
 }
 
 void CancellableTask::discard() noexcept {
   const std::shared_ptr<CancellableTask> keep = std::move(self_while_queued);
-  std::uint32_t expected = kQueued;
-  phase.compare_exchange_strong(expected, kDiscarded, std::memory_order_acq_rel, std::memory_order_acquire);
+  (void)phase.move(Phase::queued, Phase::discarded);
   function.reset();
 }
 
@@ -45,10 +44,34 @@ bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept {
 }
 void loop_end_wait(WaitRecord& record) noexcept { LoopCore::end_wait(record); }
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }
-bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) {
-  return core.add_timer(timer, delay);
+std::shared_ptr<TimerState> loop_add_timer(LoopCore& core, UniqueFunction<void()>&& callback,
+                                           std::chrono::nanoseconds delay, std::chrono::nanoseconds period,
+                                           Priority priority) {
+  auto timer = std::make_shared<TimerState>();
+  timer->callback = std::move(callback);
+  timer->period = period;
+  timer->priority = priority;
+  if (!core.add_timer(timer, delay)) timer->callback.reset();  // closed: finished, captures go here
+  return timer;
 }
 bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept { return LoopCore::cancel_timer(timer); }
+bool timer_active(const TimerState& timer) noexcept {
+  const TimerState::Phase phase = timer.phase.load();
+  return phase == TimerState::Phase::armed || phase == TimerState::Phase::running;
+}
+std::shared_ptr<CancellableTask> loop_post_cancellable(LoopCore& core, UniqueFunction<void()>&& function,
+                                                       Priority priority) {
+  auto task = std::make_shared<CancellableTask>();
+  task->function = std::move(function);
+  task->self_while_queued = task;
+  if (core.post(task.get(), priority, false)) return task;
+  task->discard();  // closed: the function is destroyed here, and the self-reference goes
+  return nullptr;
+}
+bool cancel_task(CancellableTask& task) noexcept {
+  return task.phase.move(CancellableTask::Phase::queued, CancellableTask::Phase::cancelled);
+}
+bool task_pending(const CancellableTask& task) noexcept { return task.phase.load() == CancellableTask::Phase::queued; }
 
 }  // namespace xthread::detail
 
@@ -75,9 +98,6 @@ std::optional<std::chrono::steady_clock::time_point> EventLoop::next_deadline() 
 
 bool EventLoop::in_loop_thread() const noexcept { return core_->in_loop_thread(); }
 
-EventLoop::Stats EventLoop::stats() const {
-  const detail::LoopStats stats = core_->stats();
-  return Stats{stats.tasks_run, stats.wakeups, stats.parks, stats.pending};
-}
+EventLoop::Stats EventLoop::stats() const { return core_->stats(); }
 
 }  // namespace xthread

@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "error_report.hpp"
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 
 namespace xthread::detail {
 
@@ -55,9 +55,9 @@ bool LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
   return true;
 }
 
-LoopStats LoopCore::stats() const {
+EventLoop::Stats LoopCore::stats() const {
   MutexLock lock(mutex_);
-  return LoopStats{tasks_run_.load(std::memory_order_relaxed), waker_.wakeups(), waker_.parks(), queue_.size()};
+  return EventLoop::Stats{tasks_run_.load(std::memory_order_relaxed), waker_.wakeups(), waker_.parks(), queue_.size()};
 }
 
 bool LoopCore::ready_locked() const noexcept {

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "xthread/event_loop.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/saturating_time.hpp"
@@ -28,13 +29,6 @@
 #include "waker.hpp"
 
 namespace xthread::detail {
-
-struct LoopStats {
-  std::uint64_t tasks_run = 0;
-  std::uint64_t wakeups = 0;
-  std::uint64_t parks = 0;
-  std::size_t pending = 0;
-};
 
 class LoopCore : public std::enable_shared_from_this<LoopCore> {
  public:
@@ -64,7 +58,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   void close_and_wait() noexcept XTHREAD_EXCLUDES(mutex_);
   [[nodiscard]] bool in_loop_thread() const noexcept { return loop_thread_.is_calling_thread(); }
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
-  [[nodiscard]] LoopStats stats() const XTHREAD_EXCLUDES(mutex_);
+  [[nodiscard]] EventLoop::Stats stats() const XTHREAD_EXCLUDES(mutex_);
   void report_error(std::exception_ptr error) noexcept;
 
   /// The loop whose run() is executing on the calling thread (innermost), or nullptr.

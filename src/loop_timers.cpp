@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "loop_core.hpp"
+#include "loop_tasks.hpp"
 
 namespace xthread::detail {
 
@@ -12,10 +13,8 @@ void TimerState::run(LoopCore& core) noexcept {
   std::shared_ptr<TimerState> self = std::move(self_while_queued);  // *this lives until we return
   const bool periodic = period.count() > 0;
   if (periodic) core.timers_.periodic_dequeued();
-  std::uint32_t expected = kArmed;
-  // acq_rel: the callback may start only by winning armed → running against cancel()'s
-  // armed → cancelled; whoever loses sees the winner's store.
-  if (!phase.compare_exchange_strong(expected, kRunning, std::memory_order_acq_rel, std::memory_order_acquire)) {
+  // The callback may start only by winning armed → running against cancel()'s armed → cancelled.
+  if (!phase.move(Phase::armed, Phase::running)) {
     callback.reset();  // cancelled while queued: release the captures now
     return;
   }
@@ -24,14 +23,13 @@ void TimerState::run(LoopCore& core) noexcept {
   } catch (...) {
     core.report_error(std::current_exception());
   }
-  expected = kRunning;
   if (periodic) {
-    if (phase.compare_exchange_strong(expected, kArmed, std::memory_order_acq_rel, std::memory_order_acquire)) {
+    if (phase.move(Phase::running, Phase::armed)) {
       core.timers_.rearm(std::move(self), SteadyClock::now());  // cannot allocate (see TimerSet::apply)
       return;
     }
   } else {
-    phase.compare_exchange_strong(expected, kFinished, std::memory_order_acq_rel, std::memory_order_acquire);
+    (void)phase.move(Phase::running, Phase::finished);  // fails when cancel() came during the run
   }
   callback.reset();  // a fired one-shot (or a cancelled periodic) keeps no captures alive
 }
@@ -46,7 +44,7 @@ bool LoopCore::add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::
   timer->loop = weak_from_this();
   MutexLock lock(mutex_);
   if (closed_.load(std::memory_order_relaxed)) {  // relaxed: written under mutex_
-    timer->phase.store(TimerState::kFinished, std::memory_order_release);
+    timer->phase.set(TimerState::Phase::finished);  // nobody else has seen the timer yet
     return false;
   }
   timer_inbox_.add(timer);  // may throw bad_alloc: nothing has changed then
@@ -58,24 +56,10 @@ bool LoopCore::add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::
 }
 
 bool LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
-  std::uint32_t phase = timer->phase.load(std::memory_order_acquire);
-  for (;;) {
-    if (phase == TimerState::kArmed) {
-      // acq_rel: see TimerState::run — this store is what forbids the next start.
-      if (timer->phase.compare_exchange_weak(phase, TimerState::kCancelled, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-        break;
-      }
-    } else if (phase == TimerState::kRunning) {
-      // The run in progress finishes; the loop sees `cancelled` afterwards and drops the timer.
-      if (timer->phase.compare_exchange_weak(phase, TimerState::kCancelled, std::memory_order_acq_rel,
-                                             std::memory_order_acquire)) {
-        return false;
-      }
-    } else {
-      return false;  // already cancelled or finished
-    }
-  }
+  using Phase = TimerState::Phase;
+  // From running: the run in progress finishes; the loop sees `cancelled` afterwards and drops the timer.
+  const Phase was = timer->phase.move_from_any(Phase::cancelled, Phase::armed, Phase::running);
+  if (was != Phase::armed) return false;  // running (see above), or already cancelled or finished
   // Armed → cancelled: the loop takes the timer out of its heap and destroys the callback on its
   // next iteration (woken now if parked), so a cancelled timer's memory goes at once.
   std::shared_ptr<LoopCore> core = timer->loop.lock();

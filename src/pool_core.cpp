@@ -7,7 +7,7 @@
 #include <stdexcept>
 
 #include "error_report.hpp"
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/resume_site.hpp"
 #include "xthread/detail/spin_mutex.hpp"
 #include "xthread/detail/spin_wait.hpp"
@@ -397,7 +397,7 @@ std::shared_ptr<PoolCore> calling_thread_pool() noexcept {
   return current_pool != nullptr ? current_pool->weak_from_this().lock() : nullptr;
 }
 
-bool pool_core_enqueue(void* core, PoolResume&& task) {
+bool pool_core_enqueue(void* core, PoolWorkTask&& task) {
   return static_cast<PoolCore*>(core)->enqueue(PoolTask(std::move(task)));
 }
 

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 
 namespace xthread::detail {
 

@@ -12,16 +12,12 @@ bool earlier(const TimerState& a, const TimerState& b) noexcept {
   return a.deadline != b.deadline ? a.deadline < b.deadline : a.sequence < b.sequence;
 }
 
-bool armed(const TimerState& timer) noexcept {
-  return timer.phase.load(std::memory_order_acquire) == TimerState::kArmed;
-}
+bool armed(const TimerState& timer) noexcept { return timer.phase.load() == TimerState::Phase::armed; }
 
 }  // namespace
 
 void finish_timer(TimerState& timer) noexcept {
-  std::uint32_t expected = TimerState::kArmed;
-  // acq_rel: a Timer::active() that reads `finished` also sees everything before it.
-  timer.phase.compare_exchange_strong(expected, TimerState::kFinished, std::memory_order_acq_rel);
+  (void)timer.phase.move(TimerState::Phase::armed, TimerState::Phase::finished);  // a cancelled one stays so
   timer.heap_index = TimerState::kNotInHeap;
   timer.callback.reset();
 }

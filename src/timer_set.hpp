@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "xthread/detail/loop_task.hpp"
+#include "loop_tasks.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "run_queue.hpp"
 

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <system_error>
 
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 
 namespace xthread::detail {
 

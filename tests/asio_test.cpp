@@ -256,7 +256,7 @@ TEST(AsioAsyncCall, ASlowPlainCallbackDoesNotDelayTheNextCallOnTheLoop) {
   });
   ASSERT_EQ(callback_started.get_future().wait_for(10s), std::future_status::ready);
   xthread::Future<void> next_call = next.call();  // made while the callback waits for it
-  EXPECT_EQ(next_call.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(next_call.wait_for(10s), xthread::FutureStatus::ready);
   std::future<bool> released = callback_released.get_future();
   ASSERT_EQ(released.wait_for(20s), std::future_status::ready);
   EXPECT_TRUE(released.get()) << "the next call waited for the callback: it ran on f's loop thread";

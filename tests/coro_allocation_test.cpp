@@ -14,6 +14,7 @@
 #include "coro_support.hpp"
 #include "counting_operator_new.hpp"
 #include "xthread/coro.hpp"
+#include "xthread/execution.hpp"
 #include "xthread/loop_thread.hpp"
 
 using xthread_test::allocations;

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: MIT
-#include "xthread/closed_error.hpp"  // the old name still works
 #include "xthread/errors.hpp"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "xthread/thread_pool.hpp"
+#include "xthread/schedule.hpp"  // ThreadPool::schedule
 
 #include <gtest/gtest.h>
 

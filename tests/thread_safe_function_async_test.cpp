@@ -25,6 +25,7 @@
 #include "async_support.hpp"
 #include "test_support.hpp"
 #include "xthread/loop_thread.hpp"
+#include "xthread/schedule.hpp"
 #include "xthread/thread_pool.hpp"
 
 using namespace std::chrono_literals;

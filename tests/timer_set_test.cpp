@@ -45,7 +45,7 @@ TimerPtr make_watched_timer(std::chrono::nanoseconds at, std::weak_ptr<int>& wat
 
 /// Cancels as Timer::cancel() does: armed → cancelled, then into the inbox's cancel list.
 void cancel(TimerInbox& inbox, const TimerPtr& timer) {
-  timer->phase.store(TimerState::kCancelled);
+  timer->phase.set(TimerState::Phase::cancelled);
   inbox.cancel(timer);
 }
 
@@ -163,7 +163,7 @@ TEST_F(TimerSetTest, TheEarliestArmedDeadlineSkipsACancelledFront) {
   const TimerPtr waiting = make_timer(3ms);
   inbox.add(waiting);  // still in the inbox
   EXPECT_EQ(inbox.earliest_armed(set.earliest_armed(never)), kBase + 1ms);
-  front->phase.store(TimerState::kCancelled);  // cancelled, not yet taken out of the heap
+  front->phase.set(TimerState::Phase::cancelled);  // cancelled, not yet taken out of the heap
   EXPECT_EQ(set.earliest_armed(never), kBase + 7ms);
   EXPECT_EQ(inbox.earliest_armed(set.earliest_armed(never)), kBase + 3ms);
 }

@@ -9,6 +9,7 @@
 #include <functional>
 #include <optional>
 #include <stdexcept>
+#include <stop_token>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -16,12 +17,16 @@
 #include "xthread/errors.hpp"
 #include "xthread/future.hpp"
 #include "xthread/priority.hpp"
-#include "xthread/schedule.hpp"
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/outcome.hpp"
 
 namespace xthread {
+
+namespace detail {
+class LoopHop;  // xthread/schedule.hpp
+}  // namespace detail
+class LoopScheduler;  // xthread/execution.hpp
 
 /// Handle to a timer made by EventLoop::post_after / post_every. Copyable; destroying a handle does
 /// NOT cancel the timer. Thread rule: every member may be called from any thread, the loop's own
@@ -41,11 +46,7 @@ class Timer {
   /// cancelled or stopped, or a run was in progress (it may still be finishing).
   bool cancel() noexcept { return state_ && detail::cancel_timer(state_); }
   /// False once the timer fired (one-shot), was cancelled, or its loop stopped.
-  [[nodiscard]] bool active() const noexcept {
-    if (!state_) return false;
-    const auto phase = state_->phase.load(std::memory_order_acquire);
-    return phase == detail::TimerState::kArmed || phase == detail::TimerState::kRunning;
-  }
+  [[nodiscard]] bool active() const noexcept { return state_ && detail::timer_active(*state_); }
 
  private:
   friend class EventLoop;
@@ -67,12 +68,10 @@ class TaskHandle {
   /// thread when the loop reaches it in its queue (it counts in stats().pending until then).
   /// Memory ordering: cancel() and the loop's start of the task are decided by one atomic
   /// read-modify-write; whichever comes second sees the first.
-  bool cancel() noexcept { return state_ && state_->cancel(); }
+  bool cancel() noexcept { return state_ && detail::cancel_task(*state_); }
 
   /// Any thread. True while the task is queued: not started, not cancelled, not discarded.
-  [[nodiscard]] bool pending() const noexcept {
-    return state_ && state_->phase.load(std::memory_order_acquire) == detail::CancellableTask::kQueued;
-  }
+  [[nodiscard]] bool pending() const noexcept { return state_ && detail::task_pending(*state_); }
 
   /// False for an empty handle (the loop had stopped, and the task was destroyed without running).
   explicit operator bool() const noexcept { return state_ != nullptr; }
@@ -285,12 +284,8 @@ class EventLoop {
   template <class F>
   [[nodiscard]] TaskHandle post_cancellable(F&& task, Priority priority = Priority::normal) {
     if (detail::loop_closed(*core_)) return TaskHandle();
-    auto node = std::make_shared<detail::CancellableTask>();
-    node->function = detail::UniqueFunction<void()>(std::forward<F>(task));
-    node->self_while_queued = node;
-    if (detail::loop_post(*core_, node.get(), priority)) return TaskHandle(std::move(node));
-    node->discard();
-    return TaskHandle();
+    return TaskHandle(
+        detail::loop_post_cancellable(*core_, detail::UniqueFunction<void()>(std::forward<F>(task)), priority));
   }
 
   /// Any thread. Queues `function` (a callable taking no arguments, move-only allowed) like post(),
@@ -336,7 +331,7 @@ class EventLoop {
     return node.take();
   }
 
-  // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) ----
+  // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) and schedulers (xthread/execution.hpp) ----
 
   /// Any thread. `co_await loop.schedule(priority)` moves the awaiting coroutine (any coroutine type:
   /// only std::coroutine_handle<> is used) onto the loop's thread: it is queued as a task of
@@ -348,10 +343,9 @@ class EventLoop {
   /// as run() returns, or the thread calling stop() / the destructor when no thread runs the loop (do
   /// not destroy the loop from that continuation). It is never leaked and never resumed by a loop
   /// that is gone. Memory ordering: everything the coroutine did before the co_await is visible after
-  /// it, on whichever thread it resumes. The loop must exist when the co_await begins.
-  [[nodiscard]] detail::LoopHop schedule(Priority priority = Priority::normal) noexcept {
-    return detail::LoopHop(*core_, priority, {});
-  }
+  /// it, on whichever thread it resumes. The loop must exist when the co_await begins. Defined in
+  /// xthread/schedule.hpp: include it (or xthread/coro.hpp) to call schedule().
+  [[nodiscard]] inline detail::LoopHop schedule(Priority priority = Priority::normal) noexcept;
   /// As schedule(priority), with a stop token: once `stop_token` is stopped, a hop that has
   /// not started on the loop completes with CancelledError thrown from the co_await, and the coroutine
   /// does not run on the loop: already stopped at the co_await — at once, on the awaiting thread;
@@ -362,16 +356,13 @@ class EventLoop {
   /// while the node is still queued); with a default token this is schedule(priority), allocation-free.
   /// (Two parameters, not an options struct: g++ 12 destroys a braced aggregate temporary with a
   /// non-trivial member twice when it is an argument inside a co_await — `co_await
-  /// loop.schedule({.stop_token = t})` would release the token's state twice.)
-  [[nodiscard]] detail::LoopHop schedule(Priority priority, std::stop_token stop_token) noexcept {
-    return detail::LoopHop(*core_, priority, std::move(stop_token));
-  }
+  /// loop.schedule({.stop_token = t})` would release the token's state twice.) In xthread/schedule.hpp.
+  [[nodiscard]] inline detail::LoopHop schedule(Priority priority, std::stop_token stop_token) noexcept;
   /// Any thread. A scheduler in the std::execution shape (see LoopScheduler, LoopSender in
-  /// xthread/schedule.hpp): its senders complete on the loop's thread, as tasks of `priority`, with
-  /// the closing rules of schedule(). Copyable; valid while the loop exists.
-  [[nodiscard]] LoopScheduler scheduler(Priority priority = Priority::normal) noexcept {
-    return LoopScheduler(*core_, priority);
-  }
+  /// xthread/execution.hpp, where this is defined: include it to call scheduler()): its senders
+  /// complete on the loop's thread, as tasks of `priority`, with the closing rules of schedule().
+  /// Copyable; valid while the loop exists.
+  [[nodiscard]] inline LoopScheduler scheduler(Priority priority = Priority::normal) noexcept;
 
   /// Any thread. Runs `task` once on the loop thread when `delay` has passed, as a task of
   /// `priority` (see the class comment). Returns a finished Timer (and destroys `task`) once the loop
@@ -448,12 +439,8 @@ class EventLoop {
 
   template <class F>
   Timer add_timer(std::chrono::nanoseconds delay, std::chrono::nanoseconds period, F&& task, Priority priority) {
-    auto state = std::make_shared<detail::TimerState>();
-    state->callback = detail::UniqueFunction<void()>(std::forward<F>(task));
-    state->period = period;
-    state->priority = priority;
-    if (!detail::loop_add_timer(*core_, state, delay)) state->callback.reset();
-    return Timer(std::move(state));
+    return Timer(
+        detail::loop_add_timer(*core_, detail::UniqueFunction<void()>(std::forward<F>(task)), delay, period, priority));
   }
 
   std::shared_ptr<detail::LoopCore> core_;

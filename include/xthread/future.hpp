@@ -9,20 +9,27 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
-#include <future>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <utility>
 
 #include "xthread/errors.hpp"
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/outcome.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/spin_wait.hpp"
 
 namespace xthread {
+
+/// What Future::wait_for and Future::wait_until return: std::future_status without `deferred` (a
+/// Future's task is never deferred), so a loop-only translation unit does not need `<future>`.
+enum class FutureStatus {
+  ready,    ///< the result is there: get() will not block
+  timeout,  ///< the time ran out first
+};
 
 template <class R>
 class Future;
@@ -95,7 +102,8 @@ class FutureState {
     if (deadline <= start) {
       budget = std::chrono::nanoseconds::zero();  // a poll (and no `deadline - start`: it could overflow)
     } else if (deadline != SteadyClock::time_point::max()) {
-      budget = std::min(budget, std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start));
+      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start);
+      if (left < budget) budget = left;
     }
     const auto record = [&spin, start] {
       spin.record(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start));
@@ -256,20 +264,21 @@ class [[nodiscard]] Future {
   /// True when the result is there (get() will not block). False for an empty future.
   [[nodiscard]] bool ready() const noexcept { return state_ != nullptr && state_->ready(); }
 
-  /// Blocks until the result is there. Throws std::future_error(no_state) on an empty future.
+  /// Blocks until the result is there. Throws std::logic_error on an empty future (as every member
+  /// below that needs the result; std::future throws std::future_error, a logic_error, there).
   void wait() const { (void)checked().wait_until(detail::SteadyClock::time_point::max()); }
 
-  /// As std::future: ready or timeout (never deferred). Any duration; it saturates.
+  /// As std::future's, returning FutureStatus. Any duration; it saturates.
   template <class Rep, class Period>
-  std::future_status wait_for(std::chrono::duration<Rep, Period> timeout) const {
+  FutureStatus wait_for(std::chrono::duration<Rep, Period> timeout) const {
     detail::FutureState<R>& state = checked();
     const auto deadline = detail::saturating_add(detail::SteadyClock::now(), detail::saturating_nanoseconds(timeout));
-    return state.wait_until(deadline) ? std::future_status::ready : std::future_status::timeout;
+    return state.wait_until(deadline) ? FutureStatus::ready : FutureStatus::timeout;
   }
   /// Any clock and duration; it saturates: a deadline beyond what nanoseconds count (e.g.
   /// `time_point<Clock, hours>::max()`) waits forever, one at or before now is a poll.
   template <class Clock, class Duration>
-  std::future_status wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
+  FutureStatus wait_until(std::chrono::time_point<Clock, Duration> deadline) const {
     detail::FutureState<R>& state = checked();
     for (;;) {  // re-read Clock: a non-steady clock may be set while we wait
       // Saturating: a coarse deadline (time_point<Clock, hours>::max()) must not overflow into the past.
@@ -277,15 +286,15 @@ class [[nodiscard]] Future {
       const auto steady_deadline = left == std::chrono::nanoseconds::max()
                                        ? detail::SteadyClock::time_point::max()  // beyond range: forever
                                        : detail::saturating_add(detail::SteadyClock::now(), left);
-      if (state.wait_until(steady_deadline)) return std::future_status::ready;
+      if (state.wait_until(steady_deadline)) return FutureStatus::ready;
       if (detail::saturating_time_left(deadline, Clock::now()) == std::chrono::nanoseconds::zero()) {
-        return std::future_status::timeout;
+        return FutureStatus::timeout;
       }
     }
   }
 
   /// Waits, then returns the value (moved out) or rethrows the task's exception. Once: the future is
-  /// empty afterwards. Throws std::future_error(no_state) on an empty future.
+  /// empty afterwards. Throws std::logic_error on an empty future.
   R get() {
     detail::FutureState<R>& state = checked();
     (void)state.wait_until(detail::SteadyClock::time_point::max());
@@ -297,12 +306,14 @@ class [[nodiscard]] Future {
   friend Future detail::make_future<R>(detail::FutureState<R>*) noexcept;
   explicit Future(detail::FutureState<R>* state) noexcept : state_(state) {}
 
-  /// The state, or std::future_error(no_state) on an empty future.
+  /// The state, or std::logic_error on an empty future.
   detail::FutureState<R>& checked() const {
     if (state_ == nullptr) throw_no_state();
     return *state_;
   }
-  [[noreturn]] static void throw_no_state() { throw std::future_error(std::future_errc::no_state); }
+  [[noreturn]] static void throw_no_state() {
+    throw std::logic_error("xthread::Future: no result (empty, moved from, or get() was called already)");
+  }
   void release() noexcept {
     if (state_ != nullptr) std::exchange(state_, nullptr)->abandon();
   }

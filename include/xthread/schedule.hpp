@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
-/// xthread/schedule.hpp — what `co_await loop.schedule()` and `co_await pool.schedule()` return: an
-/// awaiter that moves the awaiting coroutine onto an EventLoop's thread or a ThreadPool worker.
-/// Included by event_loop.hpp and thread_pool.hpp; coroutines in general are in xthread/coro.hpp.
-/// Design notes (where a coroutine resumes, closing, cancellation, allocation): docs/coroutines.md.
+/// xthread/schedule.hpp — the coroutine hops: what `co_await loop.schedule()` and `co_await
+/// pool.schedule()` return, an awaiter that moves the awaiting coroutine onto an EventLoop's thread or a
+/// ThreadPool worker. EventLoop::schedule and ThreadPool::schedule are declared in the core headers and
+/// defined here: include this header (or xthread/coro.hpp, which includes it) to co_await them.
+/// Coroutines in general are in xthread/coro.hpp; the std::execution-shaped schedulers in
+/// xthread/execution.hpp. Design notes (where a coroutine resumes, closing, cancellation, allocation):
+/// docs/coroutines.md.
 /// @file
 #pragma once
 
@@ -16,9 +19,12 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
-#include "xthread/execution.hpp"
+#include "xthread/event_loop.hpp"
 #include "xthread/priority.hpp"
+#include "xthread/thread_pool.hpp"
 #include "xthread/detail/loop_task.hpp"
+#include "xthread/detail/phase_word.hpp"
+#include "xthread/detail/pool_work.hpp"
 
 namespace xthread {
 
@@ -39,26 +45,12 @@ inline void resume_reporting(std::coroutine_handle<> coroutine, LoopCore* core) 
   }
 }
 
-/// Work queued on a ThreadPool through a PoolResume: a hop's awaiter, a cancellable hop's node, or a
-/// sender's operation state. Exactly one of run_on_pool() / drop_from_pool() is called, once.
-class PoolWork {
- public:
-  /// On the worker that took the task. An exception escaping goes to the pool's on_error.
-  virtual void run_on_pool() = 0;
-  /// The task was destroyed unrun (Shutdown::drop), on the destroying thread.
-  virtual void drop_from_pool() noexcept = 0;
-
- protected:
-  PoolWork() = default;
-  ~PoolWork() = default;
-};
-
 /// The queue node of a hop that has a stop token. Heap-allocated and shared by the awaiter, the
 /// target's queue and (through the awaiter) the stop callback, because a cancelled coroutine may
 /// resume, and its frame die, while the node still sits in the target's queue.
 ///
-/// Phase protocol (one atomic word, so the target's start, the target's closing and the stop
-/// callback can never both win):
+/// Phase protocol (PhaseWord, so the target's start, the target's closing and the stop callback can
+/// never both win):
 ///   arming → queued (the awaiter, after registering its stop callback)
 ///   arming → cancelled (stop callback during registration: the awaiter resumes inline)
 ///   queued → started (the target, then it resumes the coroutine on its thread)
@@ -67,27 +59,24 @@ class PoolWork {
 /// Exactly one party wins the move out of `queued`, and only the winner resumes the coroutine.
 class CancellableHop final : public LoopTask, public PoolWork {
  public:
-  enum Phase : std::uint32_t { kArming, kQueued, kStarted, kCancelled, kClosed };
+  enum class Phase : std::uint32_t { arming, queued, started, cancelled, closed };
 
   CancellableHop(std::coroutine_handle<> coroutine, LoopCore* core) noexcept : coroutine_(coroutine), core_(core) {}
   CancellableHop(const CancellableHop&) = delete;
   CancellableHop& operator=(const CancellableHop&) = delete;
 
   /// The awaiter, once its stop callback is registered. False: cancelled meanwhile (never queued).
-  bool arm() noexcept { return move_from(kArming, kQueued); }
+  bool arm() noexcept { return phase_.move(Phase::arming, Phase::queued); }
   /// The target (or the awaiter whose post failed). True: this caller won and must resume.
-  bool start() noexcept { return move_from(kQueued, kStarted); }
-  bool close() noexcept { return move_from(kQueued, kClosed); }
+  bool start() noexcept { return phase_.move(Phase::queued, Phase::started); }
+  bool close() noexcept { return phase_.move(Phase::queued, Phase::closed); }
   /// The stop callback (the thread that called request_stop()).
   void cancel() noexcept {
-    if (move_from(kArming, kCancelled)) return;        // the awaiter sees it in arm() and resumes inline
-    if (move_from(kQueued, kCancelled)) resume_reporting(coroutine_, nullptr);  // last touch of *this
+    if (phase_.move(Phase::arming, Phase::cancelled)) return;  // the awaiter sees it in arm(), resumes inline
+    if (phase_.move(Phase::queued, Phase::cancelled)) resume_reporting(coroutine_, nullptr);  // last touch
   }
   /// The awaiter, after resumption.
-  [[nodiscard]] Phase phase() const noexcept {
-    // acquire: pairs with the winning RMW; the resumer is the winner, so this is belt and braces.
-    return static_cast<Phase>(phase_.load(std::memory_order_acquire));
-  }
+  [[nodiscard]] Phase phase() const noexcept { return phase_.load(); }
   [[nodiscard]] std::coroutine_handle<> coroutine() const noexcept { return coroutine_; }
   /// Each of the two owners (the awaiter; the target's queue or the awaiter's post attempt) once.
   void release() noexcept {
@@ -122,14 +111,10 @@ class CancellableHop final : public LoopTask, public PoolWork {
 
  private:
   ~CancellableHop() = default;
-  bool move_from(std::uint32_t from, std::uint32_t to) noexcept {
-    // acq_rel: one RMW decides between the awaiter, the target and the stop callback; the winner
-    // resumes the coroutine and must see everything the coroutine did before suspending (release by
-    // arm()), and the later losers see the winner's move.
-    return phase_.compare_exchange_strong(from, to, std::memory_order_acq_rel, std::memory_order_acquire);
-  }
 
-  std::atomic<std::uint32_t> phase_{kArming};
+  // One move decides between the awaiter, the target and the stop callback; the winner resumes the
+  // coroutine and sees everything the coroutine did before suspending (published by arm()).
+  PhaseWord<Phase> phase_{Phase::arming};
   std::atomic<std::uint32_t> refs_{2};
   const std::coroutine_handle<> coroutine_;
   LoopCore* const core_;  // the target loop, for on_error; nullptr on a pool
@@ -179,10 +164,10 @@ class HopCancellation {
 
   /// await_resume of a hop with a token.
   void resume() const {
-    if (stopped_before_ || node_->phase() == CancellableHop::kCancelled) {
+    if (stopped_before_ || node_->phase() == CancellableHop::Phase::cancelled) {
       throw CancelledError("the hop's stop token was stopped before it reached its target");
     }
-    if (node_->phase() == CancellableHop::kClosed) {
+    if (node_->phase() == CancellableHop::Phase::closed) {
       if (node_->post_error) std::rethrow_exception(node_->post_error);
       throw ClosedError("the hop's target closed before the coroutine could resume there");
     }
@@ -249,43 +234,6 @@ class LoopHop final : public LoopTask {
   HopCancellation cancellation_;
 };
 
-/// The pool task of a PoolWork (one pointer, stored inline in the pool's task: no allocation). Run,
-/// it calls run_on_pool(); destroyed unrun, drop_from_pool() — except while its own work is still
-/// inside the enqueue call on this thread (the pool refused it): then the enqueuer decides.
-class PoolResume {
- public:
-  explicit PoolResume(PoolWork* work) noexcept : work_(work) {}
-  PoolResume(PoolResume&& other) noexcept : work_(std::exchange(other.work_, nullptr)) {}
-  PoolResume(const PoolResume&) = delete;
-  PoolResume& operator=(const PoolResume&) = delete;
-  PoolResume& operator=(PoolResume&&) = delete;
-  ~PoolResume() {
-    if (work_ != nullptr && enqueuing != work_) work_->drop_from_pool();
-  }
-  void operator()() { std::exchange(work_, nullptr)->run_on_pool(); }
-
-  /// The work whose enqueue call is running on this thread, if any.
-  static inline thread_local const PoolWork* enqueuing = nullptr;
-
- private:
-  PoolWork* work_;
-};
-
-/// The pool's enqueue, type-erased: true when it queued the task, false when the pool is shut down
-/// (the task is then destroyed while this thread is still inside the call). May throw bad_alloc.
-using PoolEnqueue = bool (*)(void* pool, PoolResume&& task);
-
-/// Enqueues `work`, marked as this thread's enqueuing work for the duration of the call.
-inline bool enqueue_pool_work(void* pool, PoolEnqueue enqueue, PoolWork* work) {
-  struct Scope {
-    explicit Scope(const PoolWork* marked) noexcept { PoolResume::enqueuing = marked; }
-    Scope(const Scope&) = delete;
-    Scope& operator=(const Scope&) = delete;
-    ~Scope() { PoolResume::enqueuing = nullptr; }
-  } const scope(work);
-  return enqueue(pool, PoolResume(work));
-}
-
 /// What ThreadPool::schedule returns (see there). The plain hop: the awaiter is the PoolWork, and
 /// the pool's task holds one pointer to it: no allocation. Immovable, like LoopHop.
 class PoolHop final : public PoolWork {
@@ -337,183 +285,15 @@ class PoolHop final : public PoolWork {
 
 }  // namespace detail
 
-// ---- Schedulers in the std::execution shape (xthread/execution.hpp) ---------------------------------
+// ---- The members of EventLoop and ThreadPool that make hops (declared in their headers) ---------
 
-namespace detail {
-/// The sender of a schedule(): connect(receiver) makes the scheduler's immovable operation state.
-template <class Scheduler, template <class> class Operation>
-class ScheduleSender {
- public:
-  using sender_concept = execution::sender_t;
-  using completion_signatures = execution::schedule_completions;
-
-  explicit ScheduleSender(Scheduler scheduler) noexcept : scheduler_(scheduler) {}
-  template <class Receiver>
-  [[nodiscard]] Operation<std::decay_t<Receiver>> connect(Receiver&& receiver) const {
-    return Operation<std::decay_t<Receiver>>(scheduler_, std::forward<Receiver>(receiver));
-  }
-  [[nodiscard]] execution::SchedulerEnv<Scheduler> get_env() const noexcept { return {scheduler_}; }
-
- private:
-  Scheduler scheduler_;
-};
-
-/// What the two operation states share: the scheduler, the receiver, and its completions.
-template <class Scheduler, class Receiver>
-class ScheduleOperation {
- public:
-  using operation_state_concept = execution::operation_state_t;
-
-  template <class R>
-  ScheduleOperation(const Scheduler& scheduler, R&& receiver)
-      : scheduler_(scheduler), receiver_(std::forward<R>(receiver)) {}
-  ScheduleOperation(const ScheduleOperation&) = delete;
-  ScheduleOperation& operator=(const ScheduleOperation&) = delete;
-
- protected:
-  ~ScheduleOperation() = default;
-  /// start(): completes stopped (inline) when the receiver's token is stopped already.
-  bool stopped_at_start() noexcept {
-    if (!execution::detail::receiver_stop_token(receiver_).stop_requested()) return false;
-    std::move(receiver_).set_stopped();
-    return true;
-  }
-  /// On the target: set_value(), or set_stopped() when the token was stopped meanwhile.
-  void complete_on_target() noexcept { execution::detail::complete_on_target(receiver_); }
-  void complete_closed(const char* what) noexcept { execution::detail::complete_closed(receiver_, what); }
-  void complete_error(std::exception_ptr error) noexcept { std::move(receiver_).set_error(std::move(error)); }
-
-  Scheduler scheduler_;
-
- private:
-  Receiver receiver_;
-};
-}  // namespace detail
-
-template <class Receiver>
-class LoopOperation;
-class LoopScheduler;
-/// What LoopScheduler::schedule() returns: a sender that completes on the loop's thread (LoopOperation).
-using LoopSender = detail::ScheduleSender<LoopScheduler, LoopOperation>;
-
-/// What EventLoop::scheduler(priority) returns: a copyable handle, equal to another when both name
-/// the same loop and priority. Valid while the loop exists. Thread rule: any thread.
-class LoopScheduler {
- public:
-  /// Marks this type as a std::execution scheduler.
-  using scheduler_concept = execution::scheduler_t;
-  /// Internal: made by EventLoop::scheduler(priority).
-  LoopScheduler(detail::LoopCore& core, Priority priority) noexcept : core_(&core), priority_(priority) {}
-  /// A sender that completes on the loop's thread (see LoopSender).
-  [[nodiscard]] inline LoopSender schedule() const noexcept;
-  /// Equal when both name the same loop and priority.
-  bool operator==(const LoopScheduler&) const noexcept = default;
-
- private:
-  template <class Receiver>
-  friend class LoopOperation;
-  detail::LoopCore* core_;
-  Priority priority_;
-};
-
-LoopSender LoopScheduler::schedule() const noexcept { return LoopSender(*this); }
-
-/// The operation state of LoopSender (`scheduler.schedule().connect(receiver)`), immovable. Its
-/// start() (any thread) queues the operation itself as a task of the scheduler's priority — no
-/// allocation — and the receiver is completed exactly once:
-/// - set_value() on the loop's thread when the loop reaches it;
-/// - set_stopped() instead when the receiver's env stop token (get_stop_token(get_env(receiver)))
-///   is stopped by then: at once inside start() if already stopped, else on the loop's thread when
-///   the loop reaches it (as std::execution's run_loop; an early stop does not unlink the task);
-/// - set_error(ClosedError) when the loop had stopped (inside start(), on the starting thread) or
-///   stops before reaching it (on the thread that closes the loop, as for schedule() hops).
-/// The operation state may be destroyed once the receiver has been completed. Memory ordering:
-/// everything done before start() is visible to the receiver's completion.
-template <class Receiver>
-class LoopOperation final : public detail::LoopTask, public detail::ScheduleOperation<LoopScheduler, Receiver> {
- public:
-  using detail::ScheduleOperation<LoopScheduler, Receiver>::ScheduleOperation;
-
-  /// Any thread, once. Queues the operation (see the class comment); it may complete, and the
-  /// operation state be destroyed, before start() returns.
-  void start() & noexcept {
-    if (this->stopped_at_start()) return;
-    // After a successful post the loop may complete the receiver, which may destroy *this.
-    if (!detail::loop_post(*this->scheduler_.core_, this, this->scheduler_.priority_)) this->complete_closed(kClosed);
-  }
-
-  /// Internal: the loop reached the task (loop thread): completes the receiver there.
-  void run(detail::LoopCore& /*core*/) noexcept override { this->complete_on_target(); }
-  /// Internal: the loop stopped before reaching it: completes with ClosedError.
-  void discard() noexcept override { this->complete_closed(kClosed); }
-
- private:
-  static constexpr const char* kClosed = "EventLoop stopped before the sender could complete on it";
-};
-
-template <class Receiver>
-class PoolOperation;
-class PoolScheduler;
-/// What PoolScheduler::schedule() returns: a sender that completes on a pool worker (PoolOperation).
-using PoolSender = detail::ScheduleSender<PoolScheduler, PoolOperation>;
-
-/// What ThreadPool::scheduler() returns: a copyable handle, equal to another when both name the same
-/// pool. Valid while the pool exists. Thread rule: any thread.
-class PoolScheduler {
- public:
-  /// Marks this type as a std::execution scheduler.
-  using scheduler_concept = execution::scheduler_t;
-  /// Internal: made by ThreadPool::scheduler().
-  PoolScheduler(void* pool, detail::PoolEnqueue enqueue) noexcept : pool_(pool), enqueue_(enqueue) {}
-  /// A sender that completes on a worker (see PoolSender).
-  [[nodiscard]] inline PoolSender schedule() const noexcept;
-  /// Equal when both name the same pool.
-  bool operator==(const PoolScheduler& other) const noexcept { return pool_ == other.pool_; }
-
- private:
-  template <class Receiver>
-  friend class PoolOperation;
-  void* pool_;
-  detail::PoolEnqueue enqueue_;
-};
-
-PoolSender PoolScheduler::schedule() const noexcept { return PoolSender(*this); }
-
-/// The operation state of PoolSender (`scheduler.schedule().connect(receiver)`), immovable. Its
-/// start() (any thread) queues a pool task holding one pointer to it — no allocation — and the
-/// receiver is completed exactly once: set_value() on the worker that takes the task; set_stopped()
-/// when the receiver's env stop token is stopped (inside start(), or on the worker); set_error with
-/// ClosedError when the pool was shut down (inside start()) or shuts down with Shutdown::drop before a
-/// worker takes it (on the thread calling shutdown()), or with bad_alloc from the pool's queue
-/// (inside start()). The operation state may be destroyed once the receiver has been completed.
-/// Memory ordering: everything done before start() is visible to the receiver's completion.
-template <class Receiver>
-class PoolOperation final : public detail::PoolWork, public detail::ScheduleOperation<PoolScheduler, Receiver> {
- public:
-  using detail::ScheduleOperation<PoolScheduler, Receiver>::ScheduleOperation;
-
-  /// Any thread, once. Queues the operation (see the class comment); it may complete, and the
-  /// operation state be destroyed, before start() returns.
-  void start() & noexcept {
-    if (this->stopped_at_start()) return;
-    bool queued = false;
-    try {
-      // After a successful enqueue a worker may complete the receiver, which may destroy *this.
-      queued = detail::enqueue_pool_work(this->scheduler_.pool_, this->scheduler_.enqueue_, this);
-    } catch (...) {
-      this->complete_error(std::current_exception());  // bad_alloc from the pool's queue
-      return;
-    }
-    if (!queued) this->complete_closed(kClosed);
-  }
-
-  /// Internal: a worker took the task (worker thread): completes the receiver there.
-  void run_on_pool() override { this->complete_on_target(); }
-  /// Internal: Shutdown::drop dropped it (shutdown()'s thread): completes with ClosedError.
-  void drop_from_pool() noexcept override { this->complete_closed(kClosed); }
-
- private:
-  static constexpr const char* kClosed = "ThreadPool shut down before the sender could complete on it";
-};
+inline detail::LoopHop EventLoop::schedule(Priority priority) noexcept { return detail::LoopHop(*core_, priority, {}); }
+inline detail::LoopHop EventLoop::schedule(Priority priority, std::stop_token stop_token) noexcept {
+  return detail::LoopHop(*core_, priority, std::move(stop_token));
+}
+inline detail::PoolHop ThreadPool::schedule() noexcept { return detail::PoolHop(this, &enqueue_work, {}); }
+inline detail::PoolHop ThreadPool::schedule(std::stop_token stop_token) noexcept {
+  return detail::PoolHop(this, &enqueue_work, std::move(stop_token));
+}
 
 }  // namespace xthread

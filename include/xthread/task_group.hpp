@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "xthread/detail/phase_word.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 #include "xthread/errors.hpp"
 #include "xthread/thread_pool.hpp"
@@ -108,9 +109,8 @@ class TaskGroup {
       detail::MutexLock lock(state_->mutex);
       dropped.reserve(state_->pending.size());
       for (auto it = state_->pending.begin(); it != state_->pending.end();) {
-        std::uint8_t expected = Entry::kPending;
-        // acq_rel: against run()'s claim of the same entry; exactly one of them wins.
-        if ((*it)->phase.compare_exchange_strong(expected, Entry::kCancelled, std::memory_order_acq_rel)) {
+        // Against run()'s claim of the same entry; exactly one of them wins.
+        if ((*it)->phase.move(Entry::Phase::pending, Entry::Phase::cancelled)) {
           dropped.push_back(std::move(*it));
           it = state_->pending.erase(it);
         } else {
@@ -127,8 +127,8 @@ class TaskGroup {
   struct State;
 
   struct Entry {
-    enum : std::uint8_t { kPending, kRunning, kCancelled };
-    std::atomic<std::uint8_t> phase{kPending};
+    enum class Phase : std::uint32_t { pending, running, cancelled };
+    detail::PhaseWord<Phase> phase{Phase::pending};
     detail::UniqueFunction<void()> work;  // destroyed by whoever wins the phase
     bool report_errors = false;           // post(): exceptions go to State::first_error
     std::list<std::shared_ptr<Entry>>::iterator place;  // in State::pending; guarded by State::mutex
@@ -190,9 +190,8 @@ class TaskGroup {
 
   /// The pool destroyed the entry's task unrun: cancel it unless cancel() or run() got there first.
   static void cancel_unrun(Entry& entry, State& state) noexcept {
-    std::uint8_t expected = Entry::kPending;
-    // acq_rel: against cancel() and run() of the same entry; exactly one of them wins.
-    if (!entry.phase.compare_exchange_strong(expected, Entry::kCancelled, std::memory_order_acq_rel)) return;
+    // Against cancel() and run() of the same entry; exactly one of them wins.
+    if (!entry.phase.move(Entry::Phase::pending, Entry::Phase::cancelled)) return;
     forget(state, entry);
     entry.work.reset();  // outside the lock: a submit()'s Future gets ClosedError
     finish(state, 1);
@@ -213,9 +212,7 @@ class TaskGroup {
   }
 
   static void run(Entry& entry, State& state) {
-    std::uint8_t expected = Entry::kPending;
-    if (!entry.phase.compare_exchange_strong(expected, Entry::kRunning, std::memory_order_acq_rel))
-      return;  // cancelled
+    if (!entry.phase.move(Entry::Phase::pending, Entry::Phase::running)) return;  // cancelled
     forget(state, entry);
     std::exception_ptr error;
     try {

@@ -11,6 +11,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <stop_token>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -18,8 +19,8 @@
 
 #include "xthread/errors.hpp"
 #include "xthread/future.hpp"
-#include "xthread/schedule.hpp"  // schedule(), scheduler()
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
+#include "xthread/detail/pool_work.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/unique_function.hpp"
 
@@ -31,8 +32,11 @@ enum class Shutdown {
   drop,   ///< destroy queued tasks without running them (their futures get ClosedError)
 };
 
+class PoolScheduler;  // xthread/execution.hpp
+
 namespace detail {
 class PoolCore;
+class PoolHop;  // xthread/schedule.hpp
 using PoolTask = UniqueFunction<void(), 48>;
 
 /// Shared by the caller and the helper tasks of one parallel_for.
@@ -233,7 +237,7 @@ class ThreadPool {
   /// Any thread. True when called on one of this pool's worker threads (inside a task or a hook).
   [[nodiscard]] bool in_worker_thread() const noexcept;
 
-  // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) -----------------------------------------
+  // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) and schedulers (xthread/execution.hpp) ----
   /// Any thread. `co_await pool.schedule()` moves the awaiting coroutine (any coroutine type) onto a
   /// worker: it is queued as a task (as post() would, so pause, drain, drop and stats().pending see
   /// it) and resumes on the worker that takes it. The task is one pointer stored inline: no heap
@@ -246,23 +250,22 @@ class ThreadPool {
   /// worker. Never leaked, never resumed by a pool that is gone. Memory ordering:
   /// everything the coroutine did before the co_await is visible after it. The pool must exist when
   /// the co_await begins; it may be destroyed as soon as the hop ran, even while the awaiting thread
-  /// is still returning from the enqueue (see the class comment's Destruction).
-  [[nodiscard]] detail::PoolHop schedule() noexcept { return detail::PoolHop(this, &enqueue_work, {}); }
+  /// is still returning from the enqueue (see the class comment's Destruction). Defined in
+  /// xthread/schedule.hpp: include it (or xthread/coro.hpp) to call schedule().
+  [[nodiscard]] inline detail::PoolHop schedule() noexcept;
   /// As schedule(), with a stop token: a hop not yet started on a worker when `stop_token` is stopped
   /// completes with CancelledError thrown from the co_await and never runs on the pool — at once if
   /// already stopped, else on the thread calling request_stop(), inside that call. One atomic
   /// read-modify-write decides between stop, a worker's start and a drop. A token that can be
-  /// stopped costs one small heap node per hop; a default one is schedule().
-  [[nodiscard]] detail::PoolHop schedule(std::stop_token stop_token) noexcept {
-    return detail::PoolHop(this, &enqueue_work, std::move(stop_token));
-  }
+  /// stopped costs one small heap node per hop; a default one is schedule(). In xthread/schedule.hpp.
+  [[nodiscard]] inline detail::PoolHop schedule(std::stop_token stop_token) noexcept;
   /// Any thread. A scheduler in the std::execution shape (see PoolScheduler, PoolSender in
-  /// xthread/schedule.hpp): its senders complete on a worker, with the closing rules of schedule().
-  /// Copyable; valid while the pool exists.
-  [[nodiscard]] PoolScheduler scheduler() noexcept { return PoolScheduler(this, &enqueue_work); }
+  /// xthread/execution.hpp, where this is defined: include it to call scheduler()): its senders
+  /// complete on a worker, with the closing rules of schedule(). Copyable; valid while the pool exists.
+  [[nodiscard]] inline PoolScheduler scheduler() noexcept;
 
  private:
-  static bool enqueue_work(void* pool, detail::PoolResume&& task) {
+  static bool enqueue_work(void* pool, detail::PoolWorkTask&& task) {
     return static_cast<ThreadPool*>(pool)->enqueue(detail::PoolTask(std::move(task)));
   }
 

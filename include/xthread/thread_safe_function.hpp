@@ -21,7 +21,7 @@
 #include "xthread/errors.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/call_gate.hpp"
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/outcome.hpp"
 #include "xthread/detail/recycling_pool.hpp"

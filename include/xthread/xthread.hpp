@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: MIT
 /// xthread/xthread.hpp — everything: ThreadPool, TaskGroup, Future, EventLoop / LoopThread (Priority, TaskHandle),
-/// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), errors, the version.
+/// ThreadSafeFunction, coroutines (Task, sync_wait, schedule()), the std::execution-shaped schedulers, errors,
+/// the version.
 /// @file
 #pragma once
 
 #include "xthread/coro.hpp"
 #include "xthread/errors.hpp"
 #include "xthread/event_loop.hpp"
+#include "xthread/execution.hpp"
 #include "xthread/future.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/priority.hpp"
+#include "xthread/schedule.hpp"
 #include "xthread/task_group.hpp"
 #include "xthread/thread_pool.hpp"
 #include "xthread/thread_safe_function.hpp"

@@ -51,7 +51,8 @@ tarball="$(ls "$tmp"/xthread-napi-*.tgz 2>/dev/null | head -n1)"
 [[ -n "$tarball" ]] || die "npm pack wrote no xthread-napi-*.tgz"
 
 expected="$( {
-  printf '%s\n' package/LICENSE package/README.md package/include/xthread_napi/js_function.hpp package/index.js \
+  printf '%s\n' package/LICENSE package/README.md package/include/xthread_napi/js_function.hpp \
+    package/include/xthread_napi/spin.hpp package/index.js \
     package/package.json package/xthread_napi.gyp
   node "$napi/scripts/stage-headers.mjs" list | sed 's|^|package/include/|'
 } | LC_ALL=C sort)"

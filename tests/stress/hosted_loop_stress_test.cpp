@@ -142,7 +142,7 @@ void flood_while_stopping(xthread_test::LoopDriver driver, const char* scenario)
 
     for (auto& list : futures) {
       for (auto& future : list) {
-        ASSERT_EQ(future.wait_for(std::chrono::seconds{0}), std::future_status::ready) << "a call() left pending";
+        ASSERT_EQ(future.wait_for(std::chrono::seconds{0}), xthread::FutureStatus::ready) << "a call() left pending";
         try {
           (void)future.get();
           values.fetch_add(1, std::memory_order_relaxed);

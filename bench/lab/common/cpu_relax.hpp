@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // cpu_relax(): the CPU's spin-wait hint, for the lab's busy-wait loops (the spin floor, the callee's
-// simulated work). The library has its own in xthread/detail/futex.hpp; the lab keeps one so that its
+// simulated work). The library has its own in xthread/detail/parking.hpp; the lab keeps one so that its
 // floors do not depend on the library under test.
 #pragma once
 

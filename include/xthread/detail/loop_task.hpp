@@ -4,13 +4,12 @@
 // of users' translation units.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <thread>
+#include <thread>  // std::thread::id
 
 #include "xthread/priority.hpp"
 #include "xthread/detail/saturating_time.hpp"
@@ -49,61 +48,8 @@ class FunctionTask final : public LoopTask {
   F function_;
 };
 
-/// A timer: its callback, schedule and phase. Shared by Timer handles, the loop's heap, and (while a
-/// due timer waits in a run queue) by itself through `self_while_queued`.
-///
-/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
-/// armed → running (the loop, just before the callback) → armed again (periodic) or finished;
-/// armed or running → cancelled (cancel(), any thread); armed → finished (the loop stopped).
-/// The callback starts only by winning armed → running, so once cancel() has stored `cancelled`,
-/// it can never start again.
-class TimerState final : public LoopTask {
- public:
-  enum Phase : std::uint32_t { kArmed, kRunning, kCancelled, kFinished };
-
-  void run(LoopCore& core) noexcept override;
-  void discard() noexcept override;
-
-  std::atomic<std::uint32_t> phase{kArmed};
-  UniqueFunction<void()> callback;                  // run and destroyed on the loop thread (see EventLoop)
-  std::chrono::nanoseconds period{0};               // zero: one-shot
-  Priority priority = Priority::normal;
-  // Loop thread only, once added:
-  SteadyClock::time_point deadline{};
-  std::uint64_t sequence = 0;                       // ties on deadline run in creation order
-  std::size_t heap_index = kNotInHeap;
-  std::shared_ptr<TimerState> self_while_queued;    // keeps *this alive while it sits in a run queue
-  // Guarded by the loop's mutex: the loop's list of timers to remove.
-  std::shared_ptr<TimerState> next_cancelled;
-  std::weak_ptr<LoopCore> loop;                     // set once by add_timer, before anyone else sees it
-
-  static constexpr std::size_t kNotInHeap = static_cast<std::size_t>(-1);
-};
-
-/// A task posted with EventLoop::post_cancellable, shared by its TaskHandles and (while queued) by
-/// itself through `self_while_queued`.
-///
-/// Phase protocol (one atomic word, so cancel() and the loop's start can never both win):
-/// queued → running (the loop, just before the function) → finished; queued → cancelled (cancel(),
-/// any thread); queued → discarded (the loop stopped before reaching it). The function starts only
-/// by winning queued → running, so once cancel() has stored `cancelled` it never starts.
-class CancellableTask final : public LoopTask {
- public:
-  enum Phase : std::uint32_t { kQueued, kRunning, kFinished, kCancelled, kDiscarded };
-
-  void run(LoopCore& core) noexcept override;
-  void discard() noexcept override;
-  /// Any thread. True when it won queued → cancelled.
-  bool cancel() noexcept {
-    std::uint32_t expected = kQueued;
-    // acq_rel: one RMW on phase decides between cancel() and the loop's start; the second sees the first.
-    return phase.compare_exchange_strong(expected, kCancelled, std::memory_order_acq_rel, std::memory_order_acquire);
-  }
-
-  std::atomic<std::uint32_t> phase{kQueued};
-  UniqueFunction<void()> function;                       // run and destroyed on the loop thread
-  std::shared_ptr<CancellableTask> self_while_queued;    // set before posting; taken by run()/discard()
-};
+class TimerState;       // src/loop_tasks.hpp
+class CancellableTask;  // src/loop_tasks.hpp
 
 // ---- the engine, seen from the public headers (defined in src/event_loop.cpp) ----
 
@@ -158,10 +104,25 @@ class WaitRecord {
 void loop_end_wait(WaitRecord& record) noexcept;
 /// Loop thread: hands an exception escaping a task to the loop's on_error.
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept;
-/// Any thread. Returns false (and marks the timer finished) when the loop is closed.
-bool loop_add_timer(LoopCore& core, const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay);
+/// Any thread. A timer that runs `callback` on the loop after `delay` (≤ 0: at the next iteration),
+/// then every `period` when that is > 0, as a task of `priority`. When the loop is closed the timer is
+/// finished at once and `callback` destroyed on the calling thread. May throw std::bad_alloc (nothing
+/// was added; `callback` is destroyed with the timer).
+[[nodiscard]] std::shared_ptr<TimerState> loop_add_timer(LoopCore& core, UniqueFunction<void()>&& callback,
+                                                         std::chrono::nanoseconds delay,
+                                                         std::chrono::nanoseconds period, Priority priority);
 /// Any thread (Timer::cancel). See TimerState's phase protocol. True when it won armed → cancelled.
 bool cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept;
+/// Any thread (Timer::active). True while the timer is armed or running.
+[[nodiscard]] bool timer_active(const TimerState& timer) noexcept;
+/// Any thread. Queues `function` as a task of `priority` that cancel_task() can remove before it
+/// starts; nullptr (and `function` destroyed here) when the loop is closed. May throw std::bad_alloc.
+[[nodiscard]] std::shared_ptr<CancellableTask> loop_post_cancellable(LoopCore& core, UniqueFunction<void()>&& function,
+                                                                     Priority priority);
+/// Any thread (TaskHandle::cancel). True when it won queued → cancelled.
+bool cancel_task(CancellableTask& task) noexcept;
+/// Any thread (TaskHandle::pending). True while the task is queued, not started or cancelled.
+[[nodiscard]] bool task_pending(const CancellableTask& task) noexcept;
 
 template <class F>
 void FunctionTask<F>::run(LoopCore& core) noexcept {

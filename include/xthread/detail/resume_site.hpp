@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "xthread/priority.hpp"
-#include "xthread/schedule.hpp"
+#include "xthread/detail/pool_work.hpp"
 #include "xthread/detail/loop_task.hpp"
 
 namespace xthread::detail {
@@ -20,7 +20,7 @@ class PoolCore;
 [[nodiscard]] std::shared_ptr<PoolCore> calling_thread_pool() noexcept;
 /// A PoolEnqueue for ThreadPool's engine: false once the pool shut down (or started to). May throw
 /// std::bad_alloc (nothing queued then).
-bool pool_core_enqueue(void* core, PoolResume&& task);
+bool pool_core_enqueue(void* core, PoolWorkTask&& task);
 
 /// The scheduler a coroutine was running on when it suspended, captured by the suspending thread and
 /// used once, by whichever thread completes the awaited work.

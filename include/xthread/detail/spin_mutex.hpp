@@ -5,7 +5,7 @@
 #include <atomic>
 #include <cstdint>
 
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 
 namespace xthread::detail {

@@ -4,11 +4,11 @@
 // spin_until, and AdaptiveSpin. Header-only on purpose: it needs no compiled xthread source.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <thread>
+
+#include <sched.h>
 
 namespace xthread::detail {
 
@@ -33,8 +33,8 @@ inline constexpr std::chrono::nanoseconds max_caller_spin{std::chrono::microseco
 /// an oversubscribed machine the thread it waits for can run.
 inline constexpr std::chrono::nanoseconds pause_only_spin{std::chrono::microseconds{2}};
 
-/// Gives the CPU to another runnable thread, if any (sched_yield on Linux).
-inline void yield_cpu() noexcept { std::this_thread::yield(); }
+/// Gives the CPU to another runnable thread, if any.
+inline void yield_cpu() noexcept { sched_yield(); }
 
 /// A waiter for a thread it has just woken (or that has just woken it) yields at once: the kernel
 /// tends to place the wakee on the waker's CPU (wake-affine; on this project's 2-vCPU VMs a wake onto
@@ -78,7 +78,9 @@ class AdaptiveSpin {
   [[nodiscard]] std::chrono::nanoseconds budget() const noexcept {
     const std::int64_t recent = recent_ns_.load(std::memory_order_relaxed);
     if (recent == 0 || recent > max_spin_.count()) return slow_budget_;
-    return std::max(slow_budget_, std::min(max_spin_, std::chrono::nanoseconds{2 * recent}));
+    const std::chrono::nanoseconds twice{2 * recent};  // no overflow: recent <= max_spin_ here
+    const std::chrono::nanoseconds capped = twice > max_spin_ ? max_spin_ : twice;
+    return capped < slow_budget_ ? slow_budget_ : capped;
   }
   void record(std::chrono::nanoseconds round_trip) noexcept {
     const std::int64_t recent = recent_ns_.load(std::memory_order_relaxed);

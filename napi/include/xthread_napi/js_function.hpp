@@ -71,8 +71,9 @@
 #endif
 #include <node_api.h>
 
-#include <xthread/detail/spin_wait.hpp>
 #include <xthread/errors.hpp>
+
+#include "xthread_napi/spin.hpp"
 
 #include <array>
 #include <atomic>
@@ -680,7 +681,7 @@ class SyncCall final : public CallBase {
   // Caller thread. Returns once the call completed, then drops the caller's reference: *this may be gone
   // when it returns (or throws). Polls for up to `spin`'s budget (see kMaxCallerSpin), then parks: a reply
   // due within microseconds is taken without a kernel wake-up, which costs more than the wait itself.
-  R wait(xthread::detail::AdaptiveSpin& spin) {
+  R wait(detail::CallerSpin& spin) {
     const auto start = std::chrono::steady_clock::now();
     if (!spin_then_check(spin)) {
       std::unique_lock<std::mutex> lock(park_mutex_);
@@ -709,13 +710,13 @@ class SyncCall final : public CallBase {
   bool completed() const noexcept { return claimed_.load(std::memory_order_acquire); }
   // Polls for the outcome for up to spin's budget, unless this thread runs JS (see this_thread_runs_js);
   // true once the call is done.
-  bool spin_then_check(const xthread::detail::AdaptiveSpin& spin) noexcept {
+  bool spin_then_check(const detail::CallerSpin& spin) noexcept {
     // acquire: pairs with finish()'s release store, which published outcome_.
     const auto done = [this] { return done_.load(std::memory_order_acquire); };
     const std::chrono::nanoseconds budget = spin.budget();
     // Not even a short poll when the budget is zero: see kMaxCallerSpin.
     if (budget.count() == 0 || this_thread_runs_js()) return done();
-    return xthread::detail::spin_until(done, budget);
+    return detail::spin_until(done, budget);
   }
   // The first completion wins; a later one is dropped. Moving R may throw (a user Convert<T> type): that
   // exception becomes the call's error, never std::terminate. The finisher holds a reference of its own
@@ -916,7 +917,7 @@ class Core : public std::enable_shared_from_this<Core> {
   // Any thread. Whether calls await a Promise (or thenable) the JS function returns.
   bool await_promises() const noexcept { return await_promises_; }
   // Any thread. How long call_sync() callers of this function poll before they park (see SyncCall::wait).
-  xthread::detail::AdaptiveSpin& caller_spin() noexcept { return caller_spin_; }
+  detail::CallerSpin& caller_spin() noexcept { return caller_spin_; }
 
   // Takes `call` off the pending list; no-op when the exit handler already did.
   void unlink(CallBase* call) noexcept {
@@ -1126,7 +1127,7 @@ class Core : public std::enable_shared_from_this<Core> {
   std::mutex pending_mutex_;                  // guards pending_ and every queued call's links
   CallBase* pending_ = nullptr;               // queued calls not yet handed to call_js
   // How long call_sync() callers poll, learned from this function's recent round trips (kMaxCallerSpin).
-  xthread::detail::AdaptiveSpin caller_spin_{kMaxCallerSpin, std::chrono::nanoseconds{0}};
+  detail::CallerSpin caller_spin_{kMaxCallerSpin};
   napi_env env_ = nullptr;                    // JS thread only
   napi_ref fn_ref_ = nullptr;                 // JS thread only; for the inline path
   std::thread::id js_thread_;

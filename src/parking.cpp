@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "xthread/detail/futex.hpp"
+#include "xthread/detail/parking.hpp"
 
 #include <algorithm>
 #include <thread>

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// xthread/detail/futex.hpp — parking primitives shared by every xthread type.
+// xthread/detail/parking.hpp — how xthread threads park: futex wait/wake on a 32-bit word, and the
+// one-shot, single-waiter event (OneShotEvent) that synchronous callers park on.
 #pragma once
 
 #include <atomic>
