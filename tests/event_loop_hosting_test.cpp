@@ -595,11 +595,17 @@ TEST(EventLoopHosting, APeriodicTimersNextDeadlineMovesOnAfterEachRun) {
   EXPECT_EQ(loop.run_ready(), 0u);
   std::optional<Clock::time_point> previous = loop.next_deadline();
   ASSERT_TRUE(previous.has_value());
+  std::size_t runs = 0;
   for (int i = 1; i <= 3; ++i) {
     ASSERT_TRUE(xthread_test::eventually([&] { return Clock::now() >= *previous; }));
-    EXPECT_EQ(loop.run_ready(), 1u);  // missed ticks are skipped: one run, re-armed in the future
+    // At least the due run. More only if this thread was preempted inside run_ready() for a whole
+    // period, so that the re-armed timer fell due again within the same call (it then runs, as run()
+    // would): seen under ASan with both CPUs busy.
+    const std::size_t ran = loop.run_ready();
+    EXPECT_GE(ran, 1u);
+    runs += ran;
     EXPECT_FALSE(readable(fd));  // the re-armed timer shows in next_deadline, not as fd activity
-    EXPECT_EQ(ticks, i);
+    EXPECT_EQ(static_cast<std::size_t>(ticks), runs);
     const std::optional<Clock::time_point> next = loop.next_deadline();
     ASSERT_TRUE(next.has_value());
     EXPECT_GT(*next, *previous);
