@@ -40,7 +40,7 @@ class PhaseWord {
   Phase move_from_any(Phase to, From... from) noexcept {
     static_assert((std::is_same_v<From, Phase> && ...), "move_from_any takes phases");
     Word current = word_.load(std::memory_order_acquire);
-    while (((current == static_cast<Word>(from)) || ...)) {
+    while ((holds(current, from) || ...)) {
       // On success `current` keeps the phase we moved out of.
       if (word_.compare_exchange_weak(current, static_cast<Word>(to), std::memory_order_acq_rel,
                                       std::memory_order_acquire)) {
@@ -58,6 +58,7 @@ class PhaseWord {
 
  private:
   using Word = std::uint32_t;
+  static constexpr bool holds(Word word, Phase phase) noexcept { return word == static_cast<Word>(phase); }
   std::atomic<Word> word_;
 };
 
