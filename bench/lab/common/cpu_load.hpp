@@ -31,8 +31,10 @@ class BusyThreads {
   BusyThreads& operator=(const BusyThreads&) = delete;
 
   std::size_t count() const { return threads_.size(); }
-  // CPU seconds the busy threads have used so far, all together (each thread's CLOCK_THREAD_CPUTIME_ID
-  // through pthread_getcpuclockid); 0 without threads or once stopped.
+  // CPU seconds the busy threads have used so far, all together: each thread's sum_exec_runtime from
+  // /proc/self/task/<tid>/schedstat, the same counter process_cpu_seconds() sums, so that the difference
+  // of the two leaves them out exactly (a busy thread's own CPU clock would include its current slice, which
+  // the process total does not yet). 0 without threads or once stopped.
   double cpu_seconds() const;
   // Stops and joins every thread; idempotent.
   void stop();
@@ -40,6 +42,7 @@ class BusyThreads {
  private:
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
+  std::vector<pid_t> tids_;  // each thread's kernel id, written before the constructor returns
 };
 
 class BackgroundBurn {

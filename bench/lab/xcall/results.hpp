@@ -62,8 +62,8 @@ struct XcallPoint {
   std::size_t busy_threads = 0;            // busy threads beside the study's (xcall --oversubscribe)
   std::size_t calls = 0;                   // measured calls (warm-up excluded), every caller and repetition
   Summary total_us, schedule_us, execute_us, notify_us;
-  // Process CPU time (getrusage RUSAGE_SELF, user + system, every thread but the busy threads) over the
-  // point's calls, warm-up included, per call; nullopt when read from a file written before it existed.
+  // Process CPU time (CLOCK_PROCESS_CPUTIME_ID, every thread, less the busy threads' sum_exec_runtime) over
+  // the point's calls, warm-up included, per call; nullopt when read from a file written before it existed.
   std::optional<double> cpu_us_per_call;
   // CPU the busy threads got during this contender's calls / (busy_threads x wall time): 1 = each had a
   // whole CPU. nullopt without busy threads.

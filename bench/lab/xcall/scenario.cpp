@@ -445,6 +445,19 @@ class Driver {
     }
   }
 
+  // The process's CPU seconds and the busy threads' share of them, read from the same kernel counters
+  // (sum_exec_runtime) so that the difference leaves the busy threads out exactly: the busy threads are read
+  // before and after the process total, again until both reads agree (a scheduler tick between them would
+  // have moved a busy thread's counter after the process total was read).
+  static std::pair<double, double> cpu_snapshot(const BusyThreads& busy) {
+    for (int attempt = 0;; ++attempt) {
+      const double before = busy.cpu_seconds();
+      const double total = process_cpu_seconds();
+      const double after = busy.cpu_seconds();
+      if (before == after || attempt == 20) return {total, after};
+    }
+  }
+
   // One contender's block: spec.callers threads (this one when there is one caller) each making the point's
   // calls through `call`, all released at once.
   template <class Call>
@@ -454,8 +467,7 @@ class Driver {
     const auto gap_dist = gap_distribution(spec.load);
     Block block;
     const auto wall_start = Clock::now();
-    const CpuTimes cpu_start = process_cpu_times();
-    const double busy_start = busy.cpu_seconds();
+    const auto [cpu_start, busy_start] = cpu_snapshot(busy);
     if (spec.callers == 1) {
       caller_calls(call, p, where, label, gap_dist, rng_, calls, true, block.timings);
     } else {
@@ -493,10 +505,10 @@ class Driver {
       }
       for (auto& t : timings) block.timings.insert(block.timings.end(), t.begin(), t.end());
     }
-    const CpuTimes cpu_end = process_cpu_times();
-    block.busy_cpu_s = busy.cpu_seconds() - busy_start;
+    const auto [cpu_end, busy_end] = cpu_snapshot(busy);
+    block.busy_cpu_s = busy_end - busy_start;
     block.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
-    block.cpu_s = (cpu_end.user_s - cpu_start.user_s) + (cpu_end.system_s - cpu_start.system_s) - block.busy_cpu_s;
+    block.cpu_s = cpu_end - cpu_start - block.busy_cpu_s;
     block.calls_made = spec.callers * (options_.warmup + calls);
     return block;
   }

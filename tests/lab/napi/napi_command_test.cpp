@@ -183,7 +183,8 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "") << "--quiet and a successful run print nothing on stderr";
   const json doc = json::parse(r.out);
-  EXPECT_EQ(doc.at("schema"), "xthread-bench/napi/1");
+  EXPECT_EQ(doc.at("schema"), "xthread-bench/napi/2");
+  EXPECT_TRUE(doc.at("background").is_null()) << "no --background-burn";
   EXPECT_EQ(doc.at("config").at("seed"), 7);
   EXPECT_TRUE(doc.at("node_machine").at("node").is_string());
   EXPECT_TRUE(doc.at("loads").at("node-api").is_array());
@@ -193,7 +194,7 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
   EXPECT_EQ(doc.at("reference").at("load_mean_us").at("1").at("idle"), 795);
   EXPECT_TRUE(doc.at("load_check").is_array());
   EXPECT_TRUE(doc.at("load_check").empty()) << "an idle-only run has no loaded level to check";
-  const auto points = xthread_lab::read_xcall_points(doc);  // every point is an xcall/1 Point
+  const auto points = xthread_lab::read_xcall_points(doc);  // every point is an xcall Point
   ASSERT_EQ(points.size(), 3u);
   std::set<std::string> impls;
   for (const auto& p : points) {
