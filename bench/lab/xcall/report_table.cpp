@@ -412,9 +412,24 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
                                ? nullptr
                                : find_point(points, p.case_id, p.load, p.payload, p.work_ns, p.hot, p.host, p.callers,
                                             p.busy_threads, "xthread");
-    auto vs = [&](std::optional<double> mine, std::optional<double> theirs) {
-      return xt != nullptr ? ratio_text(mine, theirs) : std::string("-");
+    // Paired within the run: the median over the repetitions of this repetition's value / xthread's value in
+    // the same repetition (measured next to each other); the pooled values when the repetitions do not pair.
+    auto vs = [&](std::optional<double> mine, std::optional<double> theirs,
+                  const std::function<std::optional<double>(const XcallRepetition&)>& of) {
+      if (xt == nullptr) return std::string("-");
+      if (p.repetitions.empty() || p.repetitions.size() != xt->repetitions.size()) return ratio_text(mine, theirs);
+      std::vector<double> ratios;
+      for (std::size_t r = 0; r < p.repetitions.size(); ++r) {
+        const auto a = of(p.repetitions[r]);
+        const auto b = of(xt->repetitions[r]);
+        if (!a || !b || *b <= 0) return ratio_text(mine, theirs);
+        ratios.push_back(*a / *b);
+      }
+      return format("%.2fx", median(std::move(ratios)));
     };
+    const auto rep_p50 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p50; };
+    const auto rep_p99 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p99; };
+    const auto rep_cpu = [](const XcallRepetition& r) { return r.cpu_us_per_call; };
     std::vector<std::string> row = {
         std::to_string(p.case_id),
         p.load,
@@ -436,9 +451,9 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
         us(repetition_median(p, &Summary::p99)),
         us(repetition_cpu_median(p)),
         "|",
-        vs(p.total_us.p50, xt ? std::optional<double>(xt->total_us.p50) : std::nullopt),
-        vs(p.total_us.p99, xt ? std::optional<double>(xt->total_us.p99) : std::nullopt),
-        vs(p.cpu_us_per_call, xt ? xt->cpu_us_per_call : std::nullopt),
+        vs(p.total_us.p50, xt ? std::optional<double>(xt->total_us.p50) : std::nullopt, rep_p50),
+        vs(p.total_us.p99, xt ? std::optional<double>(xt->total_us.p99) : std::nullopt, rep_p99),
+        vs(p.cpu_us_per_call, xt ? xt->cpu_us_per_call : std::nullopt, rep_cpu),
         "|",
         p.busy_cpu_share ? format("%.0f %%", 100 * *p.busy_cpu_share) : "-"};
     if (hosted) row.insert(row.begin() + 4, p.host);
@@ -446,8 +461,9 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
   }
   return "(f) contenders and conditions: total latency us over every repetition's calls; cpu = process CPU us per\n"
          "    call (warm-up included, the busy threads' CPU left out); med = median over the repetitions (each\n"
-         "    contender measures the whole point once per repetition, A B then B A); /xt = this row / xthread's\n"
-         "    row of the same condition (pooled values); busy got = CPU the busy threads got / their demand\n" +
+         "    contender measures the whole point once per repetition, A B then B A); /xt = median over the\n"
+         "    repetitions of this row's value / xthread's in the same repetition and condition; busy got = CPU the\n"
+         "    busy threads got / their demand\n" +
          t.render();
 }
 

@@ -150,13 +150,21 @@ TEST(Cli, ContendersAndConditionsInEveryFormat) {
   EXPECT_EQ(rows[1].rfind("xthread,1,idle,10,0,false,20,", 0), 0u) << "5 calls x 2 callers x 2 repetitions: " << rows[1];
   EXPECT_EQ(rows[2].rfind("plain,1,idle,10,0,false,20,", 0), 0u) << rows[2];
 
+  TempDir tmp;
+  const auto out = tmp.path() / "run";
   auto table_args = xcall(plan);
   table_args.insert(table_args.end(), kTiny.begin(), kTiny.end());
+  table_args.insert(table_args.end(), {"--out", out.string()});
   const auto table = run_bench(table_args);
   ASSERT_EQ(table.exit_code, 0) << table.err;
   for (const char* heading : {"(f) contenders and conditions", "(g) case 3 (caller -> worker -> main) against case 1",
                               "p50/xt", "c3/c1", "busy got"}) {
     EXPECT_NE(table.out.find(heading), std::string::npos) << heading << "\n" << table.out;
+  }
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(out / "xcall_contenders.png"));
+    EXPECT_FALSE(std::filesystem::exists(out / "xcall_load.png"))
+        << "the study's charts show its own condition only (one caller, no busy threads): none here";
   }
 }
 
