@@ -29,7 +29,7 @@ struct XcallCommandFlags : XcallFlags {
 };
 
 // The flags that choose the plan's points; the priority point has fixed coordinates instead.
-constexpr const char* kPlanFlags[] = {"--case",   "--load",          "--payload", "--work",       "--full-matrix",
+constexpr const char* kPlanFlags[] = {"--case",     "--load",          "--payload", "--work",        "--full-matrix",
                                       "--load-fib", "--oversubscribe", "--callers", "--repetitions", "--impl"};
 
 // xcall_options_from_flags plus what only `xcall` has (--host and the priority point). `sub` tells which
@@ -40,7 +40,8 @@ XcallOptions xcall_command_options(const CLI::App& sub, const XcallCommandFlags&
   o.priority_point = f.priority_point;
   o.impls = for_flag("--impl", [&] { return parse_impl_list(f.impls); });
   o.repetitions = for_flag("--repetitions", [&] { return parse_count(f.repetitions, 1, kMaxRepetitions); });
-  o.busy_threads = for_flag("--oversubscribe", [&] { return parse_unique_count_list(f.oversubscribe, 0, kMaxBusyThreads); });
+  o.busy_threads =
+      for_flag("--oversubscribe", [&] { return parse_unique_count_list(f.oversubscribe, 0, kMaxBusyThreads); });
   o.callers = for_flag("--callers", [&] { return parse_unique_count_list(f.callers, 1, kMaxCallers); });
   for (const char* flag : kPlanFlags) {
     if (f.priority_point && sub.count(flag) > 0) {
@@ -249,8 +250,9 @@ void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& li
       ->default_str(flags.works)
       ->check(duration_list_in(nanoseconds(0), kMaxWork));
   sub.add_option("--calls", flags.calls,
-                 "measured calls per point" + both + " (per caller and repetition; default " + std::to_string(kDefaultIdleCalls) + " idle/hot, " +
-                     std::to_string(kDefaultLoadedCalls) + " under load)")
+                 "measured calls per point" + both + " (per caller and repetition; default " +
+                     std::to_string(kDefaultIdleCalls) + " idle/hot, " + std::to_string(kDefaultLoadedCalls) +
+                     " under load)")
       ->type_name("N")
       ->check(count_in(1, kMaxCalls));
   sub.add_option("--warmup", flags.warmup, "unrecorded calls before each point")
@@ -318,16 +320,14 @@ void register_xcall_command(CLI::App& app, CommandResult& result) {
                   "first call until after its last), comma list: one point per value")
       ->type_name("LIST")
       ->default_str(flags->oversubscribe)
-      ->check(checked_by("each 0.." + std::to_string(kMaxBusyThreads), [](const std::string& v) {
-        parse_unique_count_list(v, 0, kMaxBusyThreads);
-      }));
+      ->check(checked_by("each 0.." + std::to_string(kMaxBusyThreads),
+                         [](const std::string& v) { parse_unique_count_list(v, 0, kMaxBusyThreads); }));
   sub->add_option("--callers", flags->callers,
                   "threads calling at once (--calls each), comma list: one point per value")
       ->type_name("LIST")
       ->default_str(flags->callers)
-      ->check(checked_by("each 1.." + std::to_string(kMaxCallers), [](const std::string& v) {
-        parse_unique_count_list(v, 1, kMaxCallers);
-      }));
+      ->check(checked_by("each 1.." + std::to_string(kMaxCallers),
+                         [](const std::string& v) { parse_unique_count_list(v, 1, kMaxCallers); }));
   sub->add_flag("--priority-point", flags->priority_point,
                 "measure only the per-call-priority point: case 1 beside a standing backlog of normal tasks on the "
                 "main loop, call_sync vs call_sync_with {normal, at_front}, {high}, {high, at_front}, interleaved "

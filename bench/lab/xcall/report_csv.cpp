@@ -88,8 +88,8 @@ std::string render_csv(const XcallReport& report) {
     if (contender_columns) {
       out << ',' << p.callers << ',' << p.busy_threads << ',' << p.repetitions.size() << ','
           << optional_number(repetition_median(p, &Summary::p50)) << ','
-          << optional_number(repetition_median(p, &Summary::p99)) << ','
-          << optional_number(repetition_cpu_median(p)) << ',' << optional_number(p.busy_cpu_share);
+          << optional_number(repetition_median(p, &Summary::p99)) << ',' << optional_number(repetition_cpu_median(p))
+          << ',' << optional_number(p.busy_cpu_share);
     }
     out << '\n';
   }

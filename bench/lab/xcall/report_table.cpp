@@ -401,9 +401,10 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
   const bool hosted =
       std::any_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
   TextTable t;
-  std::vector<std::string> head = {"case", "load", "payload", "work", "callers", "busy", "impl", "reps", "calls", "|",
-                                   "p50",  "p90",  "p99",     "mean", "cpu",     "|",    "p50 med", "p99 med",
-                                   "cpu med", "|", "p50/xt", "p99/xt", "cpu/xt", "|", "busy got"};
+  std::vector<std::string> head = {"case",   "load",   "payload", "work",    "callers", "busy", "impl",
+                                   "reps",   "calls",  "|",       "p50",     "p90",     "p99",  "mean",
+                                   "cpu",    "|",      "p50 med", "p99 med", "cpu med", "|",    "p50/xt",
+                                   "p99/xt", "cpu/xt", "|",       "busy got"};
   if (hosted) head.insert(head.begin() + 4, "host");
   t.row(head);
   t.rule();
@@ -469,8 +470,8 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
 
 std::string render_case_ratio_table(const std::vector<std::pair<std::string, const std::vector<XcallPoint>*>>& sets) {
   TextTable t;
-  t.row({"impl", "load", "payload", "work", "callers", "busy", "|", "c1 p50", "c3 p50", "c3/c1", "|", "c1 p99", "c3 p99",
-         "c3/c1", "|", "c1 cpu", "c3 cpu", "c3/c1"});
+  t.row({"impl", "load", "payload", "work", "callers", "busy", "|", "c1 p50", "c3 p50", "c3/c1", "|", "c1 p99",
+         "c3 p99", "c3/c1", "|", "c1 cpu", "c3 cpu", "c3/c1"});
   t.rule();
   bool any = false;
   for (const auto& [name, points] : sets) {
@@ -577,7 +578,8 @@ std::string render_table(const XcallReport& report) {
 std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
                                   const std::vector<XcallPoint>& node_api_raw,
                                   const std::set<std::string>& flagged_loads) {
-  std::string ratios = render_case_ratio_table({{"TSFN raw", &node_api_raw}, {"Node-API", &node_api}, {"xthread", &xthread}});
+  std::string ratios =
+      render_case_ratio_table({{"TSFN raw", &node_api_raw}, {"Node-API", &node_api}, {"xthread", &xthread}});
   if (!ratios.empty()) ratios = "\n" + ratios;
   if (node_api_raw.empty()) {
     const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};

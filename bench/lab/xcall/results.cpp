@@ -267,7 +267,7 @@ const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id,
 
 bool single_caller_no_busy(const XcallPoint& point) { return point.callers == 1 && point.busy_threads == 0; }
 
-std::optional<double> repetition_median(const XcallPoint& point, double Summary::*stat) {
+std::optional<double> repetition_median(const XcallPoint& point, double Summary::* stat) {
   if (point.repetitions.empty()) return std::nullopt;
   std::vector<double> values;
   for (const XcallRepetition& r : point.repetitions) values.push_back(r.total_us.*stat);

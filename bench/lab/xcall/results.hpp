@@ -160,16 +160,16 @@ std::vector<XcallPoint> read_xcall_points(const nlohmann::json& doc);
 
 // Finds the point with these coordinates (first match), or nullptr. An empty `implementation` matches any.
 const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
-                             std::uint64_t payload, std::int64_t work_ns, bool hot,
-                             std::string_view host = kDirectHost, std::size_t callers = 1,
-                             std::size_t busy_threads = 0, std::string_view implementation = {});
+                             std::uint64_t payload, std::int64_t work_ns, bool hot, std::string_view host = kDirectHost,
+                             std::size_t callers = 1, std::size_t busy_threads = 0,
+                             std::string_view implementation = {});
 
 // True when the point was measured under the study's own conditions: one caller, no busy threads.
 bool single_caller_no_busy(const XcallPoint& point);
 
 // The conventional median of one statistic over the point's repetitions; nullopt without repetitions (or,
 // for the CPU, when a repetition has none).
-std::optional<double> repetition_median(const XcallPoint& point, double Summary::*stat);
+std::optional<double> repetition_median(const XcallPoint& point, double Summary::* stat);
 std::optional<double> repetition_cpu_median(const XcallPoint& point);
 
 }  // namespace xthread_lab

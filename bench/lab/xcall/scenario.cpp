@@ -280,8 +280,8 @@ class Driver {
     targets_[1] = &worker_concat;
     targets_[2] = &worker_nested;
     // The plain contender's two threads, only when it is measured (idle only: the load runs on main_loop_).
-    const bool plain = std::find(options_.impls.begin(), options_.impls.end(), Implementation::plain) !=
-                       options_.impls.end();
+    const bool plain =
+        std::find(options_.impls.begin(), options_.impls.end(), Implementation::plain) != options_.impls.end();
     std::optional<PlainThread> plain_main, plain_worker;
     if (plain) {
       plain_main.emplace("plain-main");
@@ -366,12 +366,10 @@ class Driver {
 
   // One checked call: call_sync, or call_sync_with(*options) when options is not null.
   CallTiming one_call(Concat& target, const xthread::CallOptions* options, const Payload& p, std::string_view where) {
-    return timed_call(
-        [&](std::string a, std::string b) {
-          return options != nullptr ? target.call_sync_with(*options, std::move(a), std::move(b))
-                                    : target.call_sync(std::move(a), std::move(b));
-        },
-        p, where);
+    return timed_call([&](std::string a, std::string b) {
+      return options != nullptr ? target.call_sync_with(*options, std::move(a), std::move(b))
+                                : target.call_sync(std::move(a), std::move(b));
+    }, p, where);
   }
 
   // One checked call through `call(a, b)`, which returns the callee's Reply.
@@ -486,7 +484,7 @@ class Driver {
       for (std::size_t c = 0; c < spec.callers; ++c) {
         try {
           callers.emplace_back([&, c] {
-          pthread_setname_np(pthread_self(), ("xcall-caller-" + std::to_string(c)).c_str());
+            pthread_setname_np(pthread_self(), ("xcall-caller-" + std::to_string(c)).c_str());
             start.arrive_and_wait();
             try {
               caller_calls(call, p, where, label, gap_dist, rngs[c], calls, c == 0, timings[c]);
@@ -518,41 +516,32 @@ class Driver {
                       const std::string& label, const BusyThreads& busy) {
     if (impl == Implementation::xthread) {
       Concat& target = *targets_[spec.case_id - 1];
-      return run_block(
-          spec, [&target](std::string a, std::string b) { return target.call_sync(std::move(a), std::move(b)); }, p,
-          where, label, busy);
+      return run_block(spec, [&target](std::string a, std::string b) {
+        return target.call_sync(std::move(a), std::move(b));
+      }, p, where, label, busy);
     }
     PlainThread& main = *plain_main_;
     PlainThread& worker = *plain_worker_;
     const nanoseconds work(work_ns_.load(std::memory_order_relaxed));
     switch (spec.case_id) {
       case 1:
-        return run_block(
-            spec,
-            [&main, work](std::string a, std::string b) {
-              return main.call([&] { return concatenate(std::move(a), std::move(b), work); });
-            },
-            p, where, label, busy);
+        return run_block(spec, [&main, work](std::string a, std::string b) {
+          return main.call([&] { return concatenate(std::move(a), std::move(b), work); });
+        }, p, where, label, busy);
       case 2:
-        return run_block(
-            spec,
-            [&worker, work](std::string a, std::string b) {
-              return worker.call([&] { return concatenate(std::move(a), std::move(b), work); });
-            },
-            p, where, label, busy);
+        return run_block(spec, [&worker, work](std::string a, std::string b) {
+          return worker.call([&] { return concatenate(std::move(a), std::move(b), work); });
+        }, p, where, label, busy);
       default:  // 3: the worker's task forwards synchronously to "main"
-        return run_block(
-            spec,
-            [&main, &worker, work](std::string a, std::string b) {
-              return worker.call([&] {
-                const auto start = Clock::now();
-                Reply reply = main.call([&] { return concatenate(std::move(a), std::move(b), work); });
-                reply.start = start;
-                reply.end = Clock::now();
-                return reply;
-              });
-            },
-            p, where, label, busy);
+        return run_block(spec, [&main, &worker, work](std::string a, std::string b) {
+          return worker.call([&] {
+            const auto start = Clock::now();
+            Reply reply = main.call([&] { return concatenate(std::move(a), std::move(b), work); });
+            reply.start = start;
+            reply.end = Clock::now();
+            return reply;
+          });
+        }, p, where, label, busy);
     }
   }
 
@@ -839,9 +828,10 @@ void validate(const XcallOptions& o) {
   if (plain) {
     for (LoadLevel l : o.loads) {
       if (l != LoadLevel::idle) {
-        throw UsageError("--impl: plain measures idle points only (the main-thread load runs on xthread's main "
-                         "loop), not --load " +
-                         std::string(load_name(l)));
+        throw UsageError(
+            "--impl: plain measures idle points only (the main-thread load runs on xthread's main "
+            "loop), not --load " +
+            std::string(load_name(l)));
       }
     }
     if (o.hosts.size() != 1 || o.hosts.front() != Host::direct) {

@@ -133,9 +133,9 @@ TEST(Cli, CsvHasOneRowPerPoint) {
 
 // Issue #25: the plain contender, busy threads, several callers and repetitions in every output.
 TEST(Cli, ContendersAndConditionsInEveryFormat) {
-  const std::vector<std::string> plan = {"--case",           "1,3",   "--load",        "idle", "--payload", "10",
-                                         "--impl",           "xthread,plain", "--oversubscribe", "0,1", "--callers",
-                                         "2",                "--repetitions", "2",           "--gap", "0-20us"};
+  const std::vector<std::string> plan = {
+      "--case",          "1,3", "--load",    "idle", "--payload",     "10", "--impl", "xthread,plain",
+      "--oversubscribe", "0,1", "--callers", "2",    "--repetitions", "2",  "--gap",  "0-20us"};
   auto csv_args = xcall(plan);
   csv_args.insert(csv_args.end(), kTiny.begin(), kTiny.end());
   csv_args.insert(csv_args.end(), {"--format", "csv"});
@@ -147,7 +147,8 @@ TEST(Cli, ContendersAndConditionsInEveryFormat) {
                          "rep_cpu_us_per_call_median,busy_cpu_share"),
             std::string::npos)
       << rows[0];
-  EXPECT_EQ(rows[1].rfind("xthread,1,idle,10,0,false,20,", 0), 0u) << "5 calls x 2 callers x 2 repetitions: " << rows[1];
+  EXPECT_EQ(rows[1].rfind("xthread,1,idle,10,0,false,20,", 0), 0u)
+      << "5 calls x 2 callers x 2 repetitions: " << rows[1];
   EXPECT_EQ(rows[2].rfind("plain,1,idle,10,0,false,20,", 0), 0u) << rows[2];
 
   TempDir tmp;

@@ -128,8 +128,8 @@ def check(page, napi):
             problems.append(message)
 
     tables = ["machine", "xcall-load", "xcall-payload", "xcall-phases", "xcall-loads", "xcall-floors",
-              "xcall-case-ratios", "pool-eterfree-runs", "pool-eterfree", "pool-summary", "pool-goals", "pool-calibration", "micro",
-              "run-commands"]
+              "xcall-case-ratios", "pool-eterfree-runs", "pool-eterfree", "pool-summary", "pool-goals",
+              "pool-calibration", "micro", "run-commands"]
     charts = ["chart-xcall-xcall_load", "chart-xcall-xcall_payload", "chart-xcall-xcall_cdf",
               "chart-pool-pool_throughput", "chart-pool-pool_efficiency"]
     if napi:

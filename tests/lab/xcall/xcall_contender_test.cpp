@@ -93,7 +93,8 @@ TEST(BackgroundBurn, ChildrenRunNicedAndAreReapedByStop) {
     EXPECT_TRUE(eventually([pid] {
       errno = 0;
       return ::getpriority(PRIO_PROCESS, static_cast<id_t>(pid)) == 15 && errno == 0;
-    })) << "child " << pid << " never reached nice 15";
+    })) << "child "
+        << pid << " never reached nice 15";
   }
   const double cpu = burn.stop();
   EXPECT_GE(cpu, 0);

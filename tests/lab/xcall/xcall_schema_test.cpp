@@ -180,7 +180,8 @@ TEST_F(XcallSchema, ContenderKeysAreOptionalAndChecked) {
   EXPECT_EQ(c.at("background_burn"), 0);
   EXPECT_TRUE(doc_->at("background").is_null());
   json point = doc_->at("points")[0];
-  for (const char* k : {"callers", "busy_threads", "busy_cpu_share", "repetitions"}) point.erase(k);  // an xcall/1 point
+  for (const char* k : {"callers", "busy_threads", "busy_cpu_share", "repetitions"})
+    point.erase(k);  // an xcall/1 point
   const auto v1 = xthread_lab::read_xcall_points(json::array({point}));
   EXPECT_EQ(v1[0].callers, 1u);
   EXPECT_EQ(v1[0].busy_threads, 0u);
