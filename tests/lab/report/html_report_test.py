@@ -172,7 +172,8 @@ class HtmlReportTest(unittest.TestCase):
             for impl, factor in (("xthread", 40.0), ("plain", 2.0)):
                 q = dict(p, implementation=impl, callers=4, busy_threads=2,
                          total_us=summary(p["total_us"]["mean"] * factor), cpu_us_per_call=factor,
-                         busy_cpu_share=0.5, repetitions=[{"calls": 1, "total_us": summary(p["total_us"]["mean"] * factor),
+                         busy_cpu_share=0.5,
+                         repetitions=[{"calls": 1, "total_us": summary(p["total_us"]["mean"] * factor),
                                        "cpu_us_per_call": factor}] * 3)
                 extra.append(q)
         doc["points"] += extra
