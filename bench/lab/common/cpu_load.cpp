@@ -11,11 +11,11 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <latch>
 #include <stdexcept>
 #include <string>
+#include <system_error>
 
 #include "common/cpu_relax.hpp"
 
@@ -74,7 +74,7 @@ BackgroundBurn::BackgroundBurn(std::size_t count, int nice) {
     if (pid < 0) {
       const int error = errno;
       stop();
-      throw std::runtime_error(std::string("--background-burn: fork: ") + std::strerror(error));
+      throw std::runtime_error("--background-burn: fork: " + std::system_category().message(error));
     }
     if (pid == 0) {
       // The child of a possibly multi-threaded process: only async-signal-safe calls until _exit.

@@ -538,9 +538,12 @@ std::string render_table(const XcallReport& report) {
     out << model_lines(report);
     const auto impls = implementations_of(report.points);
     std::vector<std::vector<XcallPoint>> by_impl;
+    by_impl.reserve(impls.size());
     for (const auto& impl : impls) by_impl.push_back(of_implementation(report.points, impl));
     std::vector<NamedSet> sets;
+    sets.reserve(impls.size());
     std::vector<std::pair<std::string, const std::vector<XcallPoint>*>> ratio_sets;
+    ratio_sets.reserve(impls.size());
     for (std::size_t i = 0; i < impls.size(); ++i) {
       sets.push_back({impls[i], impls[i], &by_impl[i]});
       ratio_sets.emplace_back(impls[i], &by_impl[i]);

@@ -270,6 +270,7 @@ bool single_caller_no_busy(const XcallPoint& point) { return point.callers == 1 
 std::optional<double> repetition_median(const XcallPoint& point, double Summary::* stat) {
   if (point.repetitions.empty()) return std::nullopt;
   std::vector<double> values;
+  values.reserve(point.repetitions.size());
   for (const XcallRepetition& r : point.repetitions) values.push_back(r.total_us.*stat);
   return median(std::move(values));
 }
@@ -277,6 +278,7 @@ std::optional<double> repetition_median(const XcallPoint& point, double Summary:
 std::optional<double> repetition_cpu_median(const XcallPoint& point) {
   if (point.repetitions.empty()) return std::nullopt;
   std::vector<double> values;
+  values.reserve(point.repetitions.size());
   for (const XcallRepetition& r : point.repetitions) {
     if (!r.cpu_us_per_call) return std::nullopt;
     values.push_back(*r.cpu_us_per_call);

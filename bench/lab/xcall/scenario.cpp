@@ -472,6 +472,7 @@ class Driver {
       std::vector<std::vector<CallTiming>> timings(spec.callers);
       std::vector<std::exception_ptr> failures(spec.callers);
       std::vector<std::mt19937_64> rngs;
+      rngs.reserve(spec.callers);
       for (std::size_t c = 0; c < spec.callers; ++c) rngs.emplace_back(rng_());
       std::latch start(static_cast<std::ptrdiff_t>(spec.callers));
       std::vector<std::thread> callers;
@@ -707,6 +708,7 @@ std::string priority_method(const XcallOptions& o) {
 
 std::vector<std::string> impl_names(const std::vector<Implementation>& impls) {
   std::vector<std::string> out;
+  out.reserve(impls.size());
   for (Implementation i : impls) out.emplace_back(implementation_name(i));
   return out;
 }
@@ -1045,7 +1047,7 @@ std::optional<BackgroundInfo> BackgroundRun::finish() {
   BackgroundInfo info;
   info.processes = state_->processes;
   info.nice = state_->nice;
-  info.cpu_s = state_->burn->stop();
+  info.cpu_s = state_->burn.value().stop();
   info.wall_s = std::chrono::duration<double>(Clock::now() - state_->start).count();
   info.autogroup = sched_autogroup_enabled();
   state_->burn.reset();
