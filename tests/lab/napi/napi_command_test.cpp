@@ -212,6 +212,42 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
   EXPECT_EQ(impls, (std::set<std::string>{"node-api-raw", "node-api", "xthread"}));
 }
 
+// Issue #25: --background-burn covers both halves and the document says what the burners did.
+TEST(NapiRun, TinyRunBesideBackgroundBurn) {
+  SKIP_WITHOUT_NODE();
+  const auto r = run_bench(napi({"--case",
+                                 "1,3",
+                                 "--load",
+                                 "idle",
+                                 "--payload",
+                                 "10",
+                                 "--calls",
+                                 "20",
+                                 "--warmup",
+                                 "2",
+                                 "--floor-round-trips",
+                                 "50",
+                                 "--seed",
+                                 "7",
+                                 "--background-burn",
+                                 "1",
+                                 "--background-nice",
+                                 "19",
+                                 "--format",
+                                 "json",
+                                 "--quiet"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const json& b = doc.at("background");
+  ASSERT_TRUE(b.is_object()) << doc.dump().substr(0, 400);
+  EXPECT_EQ(b.at("processes"), 1);
+  EXPECT_EQ(b.at("nice"), 19);
+  EXPECT_GT(b.at("wall_s").get<double>(), 0);
+  EXPECT_GE(b.at("cpu_s").get<double>(), 0);
+  EXPECT_EQ(doc.at("config").at("background_burn"), 1);
+  EXPECT_EQ(xthread_lab::read_xcall_points(doc).size(), 6u) << "3 implementations x cases 1 and 3";
+}
+
 // Items 1 and 2 of issue #10: both sides run the same load, on target, and the JSON says so. A machine
 // busy with other work preempts the loaded threads and stretches their ticks (the command then flags the
 // level, which is its job), so the run gets three attempts to show a like-for-like load.
