@@ -249,10 +249,10 @@ void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& li
       ->type_name("LIST")
       ->default_str(flags.works)
       ->check(duration_list_in(nanoseconds(0), kMaxWork));
-  sub.add_option("--calls", flags.calls,
-                 "measured calls per point" + both + " (per caller and repetition; default " +
-                     std::to_string(kDefaultIdleCalls) + " idle/hot, " + std::to_string(kDefaultLoadedCalls) +
-                     " under load)")
+  sub.add_option(
+         "--calls", flags.calls,
+         "measured calls per point" + both + (both.empty() ? " (per caller and repetition; default " : " (default ") +
+             std::to_string(kDefaultIdleCalls) + " idle/hot, " + std::to_string(kDefaultLoadedCalls) + " under load)")
       ->type_name("N")
       ->check(count_in(1, kMaxCalls));
   sub.add_option("--warmup", flags.warmup, "unrecorded calls before each point")
@@ -328,10 +328,12 @@ void register_xcall_command(CLI::App& app, CommandResult& result) {
       ->default_str(flags->callers)
       ->check(checked_by("each 1.." + std::to_string(kMaxCallers),
                          [](const std::string& v) { parse_unique_count_list(v, 1, kMaxCallers); }));
-  sub->add_flag("--priority-point", flags->priority_point,
-                "measure only the per-call-priority point: case 1 beside a standing backlog of normal tasks on the "
-                "main loop, call_sync vs call_sync_with {normal, at_front}, {high}, {high, at_front}, interleaved "
-                "(--calls per variant; not with --case --load --payload --work --full-matrix --load-fib)");
+  sub->add_flag(
+      "--priority-point", flags->priority_point,
+      "measure only the per-call-priority point: case 1 beside a standing backlog of normal tasks on the "
+      "main loop, call_sync vs call_sync_with {normal, at_front}, {high}, {high, at_front}, interleaved "
+      "(--calls per variant; not with --case --load --payload --work --full-matrix --load-fib --oversubscribe "
+      "--callers --repetitions --impl)");
   sub->add_option("--backlog-tasks", flags->backlog_tasks,
                   "with --priority-point: normal tasks kept queued on the main loop (default 64)")
       ->type_name("N")

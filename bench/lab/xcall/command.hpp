@@ -47,7 +47,8 @@ inline constexpr std::uint64_t kMaxLoadFib = 60;                 // --load-fib n
 inline constexpr const char* kXcallRangesFooter =
     "Ranges (shown after each flag's type) are checked before anything runs; a value outside them is an error "
     "(exit 2). Counts are bounded so a run fits memory: --calls 1000000 keeps ~32 MB of samples per point; "
-    "--work and --gap apply per call, at most 10s each.";
+    "--work and --gap apply per call, at most 10s each. In xcall, --calls x --callers x --repetitions is at most "
+    "4000000 samples per point and contender.";
 
 // The ranges that differ between `xcall` and `napi` (whose node half takes less).
 struct XcallFlagLimits {
