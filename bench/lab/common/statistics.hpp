@@ -51,6 +51,10 @@ struct CpuTimes {
 };
 // CPU time consumed so far by the whole process, all threads (getrusage(RUSAGE_SELF)).
 CpuTimes process_cpu_times();
+// The same total as one number (CLOCK_PROCESS_CPUTIME_ID, nanosecond resolution), in seconds. Like the
+// kernel's per-thread sum_exec_runtime it is summed from, it lags by up to one scheduler tick for each
+// other thread that is running at the moment of the call.
+double process_cpu_seconds();
 // CPU time consumed so far by the calling thread (CLOCK_THREAD_CPUTIME_ID), in seconds.
 double thread_cpu_seconds();
 

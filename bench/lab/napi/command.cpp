@@ -166,8 +166,8 @@ NodeHalf run_node_half(const XcallOptions& options, const NodeSetup& setup, Prog
     nlohmann::json doc;
     try {
       doc = nlohmann::json::parse(read_file(json_path));
-      if (doc.value("schema", "") != kXcallSchema)
-        throw std::runtime_error("schema is not " + std::string(kXcallSchema));
+      if (const std::string schema = doc.value("schema", ""); schema != kXcallSchema && schema != kXcallSchemaV1)
+        throw std::runtime_error("schema is not " + std::string(kXcallSchema) + " or " + std::string(kXcallSchemaV1));
       for (auto& p : read_xcall_points(doc)) {
         if (p.implementation == kBridgeImpl) half.points.push_back(std::move(p));
         else if (p.implementation == kRawImpl) half.raw_points.push_back(std::move(p));
@@ -230,12 +230,15 @@ void run(const NapiFlags& flags, CommandResult& result) {
   const auto start = Clock::now();
   Progress progress(!flags.quiet);
   try {
+    // The background load covers both halves: started before node, stopped after the xthread half.
+    BackgroundRun background(options);
     // Node first: it fails fast (addon load, Worker start) before the long xthread half.
     r.node = run_node_half(options, r.setup, progress, flags.quiet);
     check_points(options, r.node.points, "node xcall.mjs (bridge)");
     check_points(options, r.node.raw_points, "node xcall.mjs (raw TSFN)");
     r.xthread = run_xcall(options, progress);
     check_points(options, r.xthread.points, "the xthread scenario");
+    r.xthread.background = background.finish();
   } catch (const RunError& e) {
     std::fprintf(stderr, "xthread-bench: napi: %s\n", e.what());
     result.exit_code = 1;

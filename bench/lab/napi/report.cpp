@@ -84,6 +84,7 @@ nlohmann::json render_json(const NapiReport& r) {
       {"loads", {{"node-api", r.node.loads}, {"xthread", r.xthread.loads}}},
       {"load_check", load_check_json(check_loads(r.node.loads, r.xthread.loads))},
       {"points", points},
+      {"background", r.xthread.background ? nlohmann::json(*r.xthread.background) : nlohmann::json(nullptr)},
       {"reference", published_reference_json()},
       {"run", {{"wall_s", r.wall_s}, {"node-api", node_run}, {"xthread", run_json(r.xthread.wall_s, r.xthread.cpu)}}},
   };
@@ -149,6 +150,7 @@ std::string render_table(const NapiReport& r) {
       out << "          ! NOT LIKE FOR LIKE: " << join(check.problems, "; ") << "\n";
     }
   }
+  if (const auto& b = r.xthread.background) out << "background: " << background_line(*b) << "\n";
   out << "run     : " << format("%.1f", r.wall_s) << " s wall: Node-API " << format("%.1f", r.node.wall_s) << " s ("
       << r.node.invocations.size() << (r.node.invocations.size() == 1 ? " node run" : " node runs") << "), xthread "
       << format("%.1f", r.xthread.wall_s) << " s\n\n";

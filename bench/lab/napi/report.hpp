@@ -17,7 +17,8 @@
 
 namespace xthread_lab {
 
-inline constexpr std::string_view kNapiSchema = "xthread-bench/napi/1";
+// /2: points are xcall/2 points (callers, busy_threads, repetitions) and "background" was added (issue #25).
+inline constexpr std::string_view kNapiSchema = "xthread-bench/napi/2";
 
 // What the Node-API half runs: node, the addon it loads, and the harness script.
 struct NodeSetup {
@@ -64,7 +65,7 @@ std::vector<LoadCheck> check_loads(const std::vector<LoadInfo>& node, const std:
 std::string render_table(const NapiReport& report);
 // The xcall CSV columns, one row per point of every implementation, one header.
 std::string render_csv(const NapiReport& report);
-// The "xthread-bench/napi/1" document (docs/results-schema.md), raw samples included.
+// The "xthread-bench/napi/2" document (docs/results-schema.md), raw samples included.
 nlohmann::json render_json(const NapiReport& report);
 
 }  // namespace xthread_lab

@@ -4,7 +4,7 @@
 
 Usage: charts.py LAB RESULTS_JSON OUT_DIR
 
-LAB is "xcall" or "napi" (both use the xcall points format, schema xthread-bench/xcall/1), drawn here, or
+LAB is "xcall" or "napi" (both use the xcall points format, schema xthread-bench/xcall/2 or /1), drawn here, or
 "pool" (schema xthread-bench/pool/1), drawn by pool_charts.py beside this file: render(doc, out_dir, save),
 where save(fig, file_name) writes a matplotlib figure atomically and records its name.
 
@@ -27,6 +27,7 @@ LOAD_COLORS = {"idle": "#4c78a8", "medium": "#f58518", "heavy": "#e45756"}
 CASE_COLORS = {1: "#4c78a8", 2: "#54a24b", 3: "#e45756"}
 CASE_NAMES = {1: "case 1: main", 2: "case 2: worker", 3: "case 3: worker -> main"}
 IMPL_STYLES = {"xthread": "-", "node-api": "--", "published": ":"}
+IMPL_COLORS = {"xthread": "#4c78a8", "plain": "#f58518", "node-api": "#54a24b", "node-api-raw": "#b279a2"}
 # xthread with its main loop hosted (xcall --host): one series per host, drawn in its own style.
 HOST_STYLES = {"uv": (0, (5, 1)), "uv-nested": (0, (1, 1))}
 
@@ -85,10 +86,23 @@ def first_variant(points):
     return (0, False) if (0, False) in variants else variants[0]
 
 
+def condition_text(p):
+    """", 4 callers, 2 busy" when the point had several callers or busy threads (xcall --callers,
+    --oversubscribe); "" for the study's condition and for points written before those keys existed."""
+    callers, busy = p.get("callers", 1), p.get("busy_threads", 0)
+    return (f", {callers} callers" if callers != 1 else "") + (f", {busy} busy" if busy else "")
+
+
+def study_point(p):
+    """Drawn in the study's charts: every implementation but the plain contender, the study's condition."""
+    return p["implementation"] != "plain" and not condition_text(p)
+
+
 def series_name(p):
     """A point's series: its implementation, with the main loop's host when it was not direct."""
     host = p.get("host", "direct")  # files written before --host existed: direct
-    return p["implementation"] if host == "direct" else f"{p['implementation']} ({host})"
+    name = p["implementation"] if host == "direct" else f"{p['implementation']} ({host})"
+    return name + condition_text(p)
 
 
 def series_style(p):
@@ -236,6 +250,51 @@ def xcall_priority_cdf(plt, priority, save):
     save(fig, "xcall_priority.png")
 
 
+def rep_median(p, key):
+    """Median over the point's repetitions of total_us[key] ("cpu": cpu_us_per_call); the pooled value when
+    the point has no repetitions."""
+    reps = p.get("repetitions") or []
+    values = sorted(v for v in ((r.get("cpu_us_per_call") if key == "cpu" else (r.get("total_us") or {}).get(key))
+                                for r in reps) if v is not None)
+    if not values:
+        return p.get("cpu_us_per_call") if key == "cpu" else p["total_us"][key]
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def xcall_contenders(plt, points, save):
+    """xcall --impl, --callers, --oversubscribe: p50, p99 and CPU per call of each contender, per case and
+    condition (medians over the repetitions)."""
+    if not any(p["implementation"] == "plain" or condition_text(p) for p in points):
+        return
+    groups = list(dict.fromkeys((p["case"], p["load"], p.get("callers", 1), p.get("busy_threads", 0)) for p in points))
+    impls = list(dict.fromkeys(p["implementation"] for p in points))
+    fig, axes = plt.subplots(1, 3, figsize=(17, 4.8), squeeze=False)
+    width = 0.8 / max(1, len(impls))
+    for ax, (key, title, log) in zip(axes[0], (("p50", "p50 latency, us (log)", True),
+                                               ("p99", "p99 latency, us (log)", True),
+                                               ("cpu", "process CPU per call, us", False))):
+        for i, impl in enumerate(impls):
+            xs, ys = [], []
+            for j, (case, load, callers, busy) in enumerate(groups):
+                p = next((q for q in points if q["implementation"] == impl and q["case"] == case and q["load"] == load
+                          and q.get("callers", 1) == callers and q.get("busy_threads", 0) == busy), None)
+                v = rep_median(p, key) if p else None
+                if v is not None and v > 0:
+                    xs.append(j + (i - (len(impls) - 1) / 2) * width)
+                    ys.append(v)
+            ax.bar(xs, ys, width, label=impl, color=IMPL_COLORS.get(impl))
+        ax.set_xticks(range(len(groups)))
+        ax.set_xticklabels([f"case {c}\n{l}\n{n} callers\n{b} busy" for c, l, n, b in groups], fontsize=7)
+        if log:
+            ax.set_yscale("log")
+        ax.set_title(title, fontsize=10)
+        ax.grid(axis="y", which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("Contenders per case and condition (callers, busy threads), medians over the repetitions")
+    save(fig, "xcall_contenders.png")
+
+
 def render_xcall(plt, doc, save):
     points = doc.get("points")
     if not points and isinstance(doc.get("priority"), dict):
@@ -243,9 +302,12 @@ def render_xcall(plt, doc, save):
         return
     if not isinstance(points, list) or not points:
         fail("results have no points to chart")
-    xcall_load_bars(plt, doc, points, save)
-    xcall_payload_curve(plt, doc, points, save)
-    xcall_cdf(plt, doc, points, save)
+    study = [p for p in points if study_point(p)]
+    if study:
+        xcall_load_bars(plt, doc, study, save)
+        xcall_payload_curve(plt, doc, study, save)
+        xcall_cdf(plt, doc, study, save)
+    xcall_contenders(plt, points, save)
 
 
 # ---------------------------------------------------------------------------------------------- main

@@ -6,8 +6,8 @@ Usage: html_report.py RESULTS_DIR [--out FILE]
 
 Reads whatever the run left in RESULTS_DIR (every part is optional; a missing one is shown as "not run"):
   run.json                  written by scripts/lab: kind (quick|full), the commands, start, lab time, machine
-  xcall/results.json        xthread-bench xcall   (schema xthread-bench/xcall/1), its table.txt and PNG charts
-  napi/results.json         xthread-bench napi    (schema xthread-bench/napi/1), the same
+  xcall/results.json        xthread-bench xcall   (schema xthread-bench/xcall/2 or /1), its table.txt and PNG charts
+  napi/results.json         xthread-bench napi    (schema xthread-bench/napi/2 or /1), the same
   pool/results.json         xthread-bench pool    (schema xthread-bench/pool/1), the same
   micro/micro.json          xthread-micro's Google Benchmark JSON, its table.txt
 and writes one HTML file (default RESULTS_DIR/index.html, written to a temporary name and renamed) with
@@ -15,7 +15,8 @@ every table of both studies (the published figures beside ours), the charts inli
 machine, loads and floors, and the caveats. No network, no scripts: standard library only.
 
 Element ids the test (tests/lab/report) relies on: tables  machine, run-commands, xcall-load,
-xcall-payload, xcall-phases, xcall-loads, xcall-floors, napi-load, napi-payload, napi-loads, napi-floors,
+xcall-payload, xcall-phases, xcall-loads, xcall-floors, xcall-contenders and xcall-case-ratios (when the run
+measured them), napi-load, napi-payload, napi-loads, napi-floors, napi-case-ratios,
 pool-eterfree-runs, pool-eterfree, pool-summary, pool-goals, pool-calibration, micro; sections xcall, napi,
 pool, micro (class "not-run" when the part did not run); charts img.chart with id chart-PART-NAME.
 """
@@ -204,7 +205,8 @@ def not_run(part, reason):
 # ------------------------------------------------------------------------------------ xcall and napi
 
 
-IMPL_LABELS = {"node-api-raw": "TSFN raw", "node-api": "Node-API", "xthread": "xthread"}
+IMPL_LABELS = {"node-api-raw": "TSFN raw", "node-api": "Node-API", "xthread": "xthread",
+               "plain": "plain (mutex + condition variable)"}
 
 
 def variant(points):
@@ -212,10 +214,19 @@ def variant(points):
     return (0, False) if (0, False) in variants else variants[0]
 
 
+def condition_text(p):
+    """", 4 callers, 2 busy" for a point measured with several callers or busy threads (xcall --callers,
+    --oversubscribe), "" for the study's own condition (and for points written before those keys existed)."""
+    callers, busy = p.get("callers", 1), p.get("busy_threads", 0)
+    return (f", {callers} callers" if callers != 1 else "") + (f", {busy} busy" if busy else "")
+
+
 def series_name(p):
-    """A point's series: its implementation, with the main loop's host when it was not direct (xcall --host)."""
+    """A point's series: its implementation, with the main loop's host when it was not direct (xcall --host)
+    and its condition when it was not the study's (xcall --callers, --oversubscribe)."""
     host = p.get("host", "direct")  # files written before --host existed: direct
-    return p["implementation"] if host == "direct" else f"{p['implementation']} ({host})"
+    name = p["implementation"] if host == "direct" else f"{p['implementation']} ({host})"
+    return name + condition_text(p)
 
 
 def find_point(points, impl, case, load, payload, work, hot):
@@ -354,10 +365,109 @@ def phases_table(table_id, doc):
     return t.render()
 
 
+def median(values):
+    values = sorted(v for v in values if v is not None)
+    if not values:
+        return None
+    n = len(values)
+    return values[n // 2] if n % 2 else (values[n // 2 - 1] + values[n // 2]) / 2
+
+
+def repetition_median(p, key):
+    """The median over the point's repetitions of total_us[key] (key "cpu": cpu_us_per_call), or None."""
+    reps = p.get("repetitions") or []
+    if key == "cpu":
+        return median([r.get("cpu_us_per_call") for r in reps])
+    return median([(r.get("total_us") or {}).get(key) for r in reps])
+
+
+def has_contender_detail(points):
+    return any(p.get("implementation") == "plain" or condition_text(p) or len(p.get("repetitions") or []) > 1
+               for p in points)
+
+
+def twin(points, p, **changes):
+    """The point with p's coordinates and condition, but `changes` (e.g. implementation="xthread", case=1)."""
+    keys = ("implementation", "host", "case", "load", "payload", "work_ns", "hot", "callers", "busy_threads")
+    defaults = {"host": "direct", "callers": 1, "busy_threads": 0}
+    want = {k: changes.get(k, p.get(k, defaults.get(k))) for k in keys}
+    for q in points:
+        if all(q.get(k, defaults.get(k)) == v for k, v in want.items()):
+            return q
+    return None
+
+
+def contenders_table(table_id, doc):
+    """xcall --impl, --callers, --oversubscribe, --repetitions: every point with its percentiles, CPU per call,
+    the medians over its repetitions and the ratio to xthread's point of the same condition."""
+    points = doc.get("points") or []
+    if not has_contender_detail(points):
+        return ""
+    t = Table(table_id, "Contenders and conditions: latency µs over every repetition's calls; CPU = process CPU µs "
+                        "per call (busy threads left out); med = median over the repetitions (A B, B A); "
+                        "/ xthread = this row against xthread's row of the same condition")
+    t.header([("case", "l"), ("load", "l"), "payload", "callers", "busy threads", ("implementation", "l"),
+              "repetitions", "calls", "p50", "p90", "p99", "CPU µs/call", "p50 med", "p99 med", "CPU med",
+              "p50 / xthread", "p99 / xthread", "CPU / xthread", "busy threads got"])
+    for p in points:
+        xt = twin(points, p, implementation="xthread") if p["implementation"] != "xthread" else None
+        s = p["total_us"]
+        share = p.get("busy_cpu_share")
+        t.row([(CASE_NAMES.get(p["case"], str(p["case"])), "l"), (p["load"], "l"), str(p["payload"]),
+               str(p.get("callers", 1)), str(p.get("busy_threads", 0)),
+               (IMPL_LABELS.get(p["implementation"], p["implementation"]), "l"),
+               str(len(p.get("repetitions") or [])), str(p["calls"]), num(s["p50"]), num(s["p90"]), num(s["p99"]),
+               num(p.get("cpu_us_per_call")), num(repetition_median(p, "p50")), num(repetition_median(p, "p99")),
+               num(repetition_median(p, "cpu")),
+               (ratio(s["p50"], xt["total_us"]["p50"]) if xt else "–", "ratio"),
+               (ratio(s["p99"], xt["total_us"]["p99"]) if xt else "–", "ratio"),
+               (ratio(p.get("cpu_us_per_call"), xt.get("cpu_us_per_call")) if xt else "–", "ratio"),
+               f"{share * 100:.0f} %" if share is not None else "–"])
+    return t.render()
+
+
+def case_ratios_table(table_id, doc):
+    """Case 3 against case 1 of each implementation and condition, same run: p50, p99 and CPU per call."""
+    points = doc.get("points") or []
+    t = Table(table_id, "Case 3 (caller → worker → main) against case 1 (caller → main), same run and condition")
+    t.header([("implementation", "l"), ("load", "l"), "payload", "callers", "busy threads", "case 1 p50",
+              "case 3 p50", "3 / 1", "case 1 p99", "case 3 p99", "3 / 1", "case 1 CPU µs/call", "case 3 CPU µs/call",
+              "3 / 1"])
+    rows = 0
+    for p in points:
+        if p["case"] != 3:
+            continue
+        c1 = twin(points, p, case=1)
+        if c1 is None:
+            continue
+        rows += 1
+        a, b = c1["total_us"], p["total_us"]
+        t.row([(series_name({**p, "callers": 1, "busy_threads": 0}), "l"), (p["load"], "l"), str(p["payload"]),
+               str(p.get("callers", 1)), str(p.get("busy_threads", 0)),
+               num(a["p50"]), num(b["p50"]), (ratio(b["p50"], a["p50"]), "ratio"),
+               num(a["p99"]), num(b["p99"]), (ratio(b["p99"], a["p99"]), "ratio"),
+               num(c1.get("cpu_us_per_call")), num(p.get("cpu_us_per_call")),
+               (ratio(p.get("cpu_us_per_call"), c1.get("cpu_us_per_call")), "ratio")])
+    return t.render() if rows else ""
+
+
+def background_text(doc):
+    b = doc.get("background")
+    if not isinstance(b, dict):
+        return ""
+    auto = b.get("autogroup")
+    return (f'<p class="note">Beside {esc(b.get("processes", "?"))} busy background processes at nice '
+            f'{esc(b.get("nice", "?"))} (--background-burn) for {esc(num(b.get("wall_s")))} s; they got '
+            f'{esc(num(b.get("cpu_s")))} CPU-s' +
+            (f"; sched_autogroup {'on' if auto else 'off'}" if auto is not None else "") + ".</p>")
+
+
 def xcall_like_section(part, directory, doc):
     if part == "xcall":
-        # "xthread", then xthread under each other host the run measured (xcall --host), in their order.
-        impls = list(dict.fromkeys(["xthread"] + [series_name(p) for p in doc.get("points") or []]))
+        # "xthread", then xthread under each other host the run measured (xcall --host), in their order; the
+        # study's tables leave the plain contender and the other conditions to the contenders table.
+        impls = list(dict.fromkeys(["xthread"] + [series_name(p) for p in doc.get("points") or []
+                                                  if p.get("implementation") == "xthread" and not condition_text(p)]))
     else:
         has_raw = any(p.get("implementation") == "node-api-raw" for p in doc.get("points") or [])
         impls = (["node-api-raw"] if has_raw else []) + ["node-api", "xthread"]
@@ -377,11 +487,15 @@ def xcall_like_section(part, directory, doc):
         nm = doc["node_machine"]
         out.append(f'<p class="note">Node: {esc(nm.get("node", "?"))}, V8 {esc(nm.get("v8", "?"))}, '
                    f'Node-API {esc(nm.get("napi_version", "?"))}.</p>')
+    out.append(background_text(doc))
     out.append(sweep_tables(part, doc, impls))
     for name, alt in (("xcall_load.png", "mean latency, load × case, published beside measured"),
                       ("xcall_payload.png", "mean latency vs payload, log-log"),
-                      ("xcall_cdf.png", "latency CDF per case and load")):
+                      ("xcall_cdf.png", "latency CDF per case and load"),
+                      ("xcall_contenders.png", "p50, p99 and CPU per call of each contender and condition")):
         out.append(chart(part, directory, name, alt))
+    out.append(contenders_table(f"{part}-contenders", doc))
+    out.append(case_ratios_table(f"{part}-case-ratios", doc))
     # For napi this is where the bridge's own cost shows: its phases beside the raw TSFN's and xthread's.
     out.append(phases_table(f"{part}-phases", doc))
     loads = doc.get("loads")

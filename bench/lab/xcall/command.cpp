@@ -16,6 +16,10 @@ namespace {
 // What only the xcall subcommand has besides the measurement flags.
 struct XcallCommandFlags : XcallFlags {
   std::string hosts = "direct";
+  std::string impls = "xthread";
+  std::string repetitions = "1";
+  std::string oversubscribe = "0";
+  std::string callers = "1";
   bool priority_point = false;
   std::string backlog_tasks;      // empty: XcallOptions' default
   std::string backlog_task_work;  // empty: XcallOptions' default
@@ -25,7 +29,8 @@ struct XcallCommandFlags : XcallFlags {
 };
 
 // The flags that choose the plan's points; the priority point has fixed coordinates instead.
-constexpr const char* kPlanFlags[] = {"--case", "--load", "--payload", "--work", "--full-matrix", "--load-fib"};
+constexpr const char* kPlanFlags[] = {"--case",     "--load",          "--payload", "--work",        "--full-matrix",
+                                      "--load-fib", "--oversubscribe", "--callers", "--repetitions", "--impl"};
 
 // xcall_options_from_flags plus what only `xcall` has (--host and the priority point). `sub` tells which
 // flags were given: a plan flag beside --priority-point, or a backlog flag without it, is a UsageError.
@@ -33,6 +38,11 @@ XcallOptions xcall_command_options(const CLI::App& sub, const XcallCommandFlags&
   XcallOptions o = xcall_options_from_flags(f);
   o.hosts = for_flag("--host", [&] { return parse_host_list(f.hosts); });
   o.priority_point = f.priority_point;
+  o.impls = for_flag("--impl", [&] { return parse_impl_list(f.impls); });
+  o.repetitions = for_flag("--repetitions", [&] { return parse_count(f.repetitions, 1, kMaxRepetitions); });
+  o.busy_threads =
+      for_flag("--oversubscribe", [&] { return parse_unique_count_list(f.oversubscribe, 0, kMaxBusyThreads); });
+  o.callers = for_flag("--callers", [&] { return parse_unique_count_list(f.callers, 1, kMaxCallers); });
   for (const char* flag : kPlanFlags) {
     if (f.priority_point && sub.count(flag) > 0) {
       throw UsageError(std::string(flag) +
@@ -67,7 +77,9 @@ void run(const CLI::App& sub, const XcallCommandFlags& flags, CommandResult& res
   Progress progress(!flags.quiet);
   XcallReport report;
   try {
+    BackgroundRun background(options);  // before any thread exists: it forks
     report = run_xcall(options, progress);
+    report.background = background.finish();
   } catch (const RunError& e) {
     std::fprintf(stderr, "xthread-bench: xcall: %s\n", e.what());
     result.exit_code = 1;
@@ -95,6 +107,10 @@ XcallOptions xcall_options_from_flags(const XcallFlags& f, const XcallFlagLimits
   if (!f.seed.empty()) o.seed = for_flag("--seed", [&] { return parse_count(f.seed, 1, limits.max_seed); });
   o.floor_round_trips =
       for_flag("--floor-round-trips", [&] { return parse_count(f.floor_round_trips, 1, kMaxFloorRoundTrips); });
+  o.background_burn =
+      for_flag("--background-burn", [&] { return parse_count(f.background_burn, 0, kMaxBackgroundBurn); });
+  o.background_nice = static_cast<int>(for_flag(
+      "--background-nice", [&] { return parse_count(f.background_nice, 0, static_cast<std::uint64_t>(kMaxNice)); }));
   validate(o);
   return o;
 }
@@ -169,6 +185,29 @@ std::vector<Host> parse_host_list(std::string_view text) {
   return out;
 }
 
+std::vector<Implementation> parse_impl_list(std::string_view text) {
+  std::vector<Implementation> out;
+  for (const auto& item : split_list(text)) {
+    const Implementation impl = parse_implementation(item);
+    if (std::find(out.begin(), out.end(), impl) != out.end()) {
+      throw UsageError("implementation " + in_quotes(item) + " is listed twice in " + in_quotes(text));
+    }
+    out.push_back(impl);
+  }
+  return out;
+}
+
+std::vector<std::size_t> parse_unique_count_list(std::string_view text, std::uint64_t min, std::uint64_t max) {
+  std::vector<std::size_t> out;
+  for (std::uint64_t n : parse_count_list(text, min, max)) {
+    if (std::find(out.begin(), out.end(), n) != out.end()) {
+      throw UsageError(in_quotes(std::to_string(n)) + " is listed twice in " + in_quotes(text));
+    }
+    out.push_back(static_cast<std::size_t>(n));
+  }
+  return out;
+}
+
 std::map<LoadLevel, int> parse_load_fib(std::string_view text) {
   std::map<LoadLevel, int> out;
   auto parse_n = [](std::string_view n) { return static_cast<int>(parse_count(n, 1, kMaxLoadFib)); };
@@ -210,9 +249,10 @@ void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& li
       ->type_name("LIST")
       ->default_str(flags.works)
       ->check(duration_list_in(nanoseconds(0), kMaxWork));
-  sub.add_option("--calls", flags.calls,
-                 "measured calls per point" + both + " (default " + std::to_string(kDefaultIdleCalls) + " idle/hot, " +
-                     std::to_string(kDefaultLoadedCalls) + " under load)")
+  sub.add_option(
+         "--calls", flags.calls,
+         "measured calls per point" + both + (both.empty() ? " (per caller and repetition; default " : " (default ") +
+             std::to_string(kDefaultIdleCalls) + " idle/hot, " + std::to_string(kDefaultLoadedCalls) + " under load)")
       ->type_name("N")
       ->check(count_in(1, kMaxCalls));
   sub.add_option("--warmup", flags.warmup, "unrecorded calls before each point")
@@ -228,6 +268,16 @@ void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& li
       ->type_name("N")
       ->default_str(flags.floor_round_trips)
       ->check(count_in(1, kMaxFloorRoundTrips));
+  sub.add_option("--background-burn", flags.background_burn,
+                 "niced busy processes running from before the first measurement until after the last" + both +
+                     " (a background build without a build tree; see --background-nice)")
+      ->type_name("N")
+      ->default_str(flags.background_burn)
+      ->check(count_in(0, kMaxBackgroundBurn));
+  sub.add_option("--background-nice", flags.background_nice, "nice value of the --background-burn processes")
+      ->type_name("N")
+      ->default_str(flags.background_nice)
+      ->check(count_in(0, static_cast<std::uint64_t>(kMaxNice)));
 }
 
 void register_xcall_command(CLI::App& app, CommandResult& result) {
@@ -254,10 +304,36 @@ void register_xcall_command(CLI::App& app, CommandResult& result) {
       ->type_name("LIST")
       ->default_str(flags->hosts)
       ->check(checked_by("list of direct|uv|uv-nested", [](const std::string& v) { parse_host_list(v); }));
-  sub->add_flag("--priority-point", flags->priority_point,
-                "measure only the per-call-priority point: case 1 beside a standing backlog of normal tasks on the "
-                "main loop, call_sync vs call_sync_with {normal, at_front}, {high}, {high, at_front}, interleaved "
-                "(--calls per variant; not with --case --load --payload --work --full-matrix --load-fib)");
+  sub->add_option("--impl", flags->impls,
+                  "contenders, comma list of xthread, plain (mutex + condition-variable hand-off, idle only); each "
+                  "point is measured by each, in this order in even repetitions and reversed in odd ones")
+      ->type_name("LIST")
+      ->default_str(flags->impls)
+      ->check(checked_by("list of xthread|plain", [](const std::string& v) { parse_impl_list(v); }));
+  sub->add_option("--repetitions", flags->repetitions,
+                  "measure every point this many times (--calls each time), the contenders interleaved A B, B A")
+      ->type_name("N")
+      ->default_str(flags->repetitions)
+      ->check(count_in(1, kMaxRepetitions));
+  sub->add_option("--oversubscribe", flags->oversubscribe,
+                  "busy threads beside the study's threads (a tight CPU-burning loop each, from before a point's "
+                  "first call until after its last), comma list: one point per value")
+      ->type_name("LIST")
+      ->default_str(flags->oversubscribe)
+      ->check(checked_by("each 0.." + std::to_string(kMaxBusyThreads),
+                         [](const std::string& v) { parse_unique_count_list(v, 0, kMaxBusyThreads); }));
+  sub->add_option("--callers", flags->callers,
+                  "threads calling at once (--calls each), comma list: one point per value")
+      ->type_name("LIST")
+      ->default_str(flags->callers)
+      ->check(checked_by("each 1.." + std::to_string(kMaxCallers),
+                         [](const std::string& v) { parse_unique_count_list(v, 1, kMaxCallers); }));
+  sub->add_flag(
+      "--priority-point", flags->priority_point,
+      "measure only the per-call-priority point: case 1 beside a standing backlog of normal tasks on the "
+      "main loop, call_sync vs call_sync_with {normal, at_front}, {high}, {high, at_front}, interleaved "
+      "(--calls per variant; not with --case --load --payload --work --full-matrix --load-fib --oversubscribe "
+      "--callers --repetitions --impl)");
   sub->add_option("--backlog-tasks", flags->backlog_tasks,
                   "with --priority-point: normal tasks kept queued on the main loop (default 64)")
       ->type_name("N")

@@ -29,6 +29,8 @@ struct XcallFlags {
   bool full_matrix = false;
   std::string seed;
   std::string floor_round_trips = "20000";
+  std::string background_burn = "0";
+  std::string background_nice = "15";
 };
 
 // Ranges of the measurement flags, stated in --help and checked by CLI11 before anything runs (exit 2).
@@ -45,7 +47,8 @@ inline constexpr std::uint64_t kMaxLoadFib = 60;                 // --load-fib n
 inline constexpr const char* kXcallRangesFooter =
     "Ranges (shown after each flag's type) are checked before anything runs; a value outside them is an error "
     "(exit 2). Counts are bounded so a run fits memory: --calls 1000000 keeps ~32 MB of samples per point; "
-    "--work and --gap apply per call, at most 10s each.";
+    "--work and --gap apply per call, at most 10s each. In xcall, --calls x --callers x --repetitions is at most "
+    "4000000 samples per point and contender.";
 
 // The ranges that differ between `xcall` and `napi` (whose node half takes less).
 struct XcallFlagLimits {
@@ -59,7 +62,8 @@ struct XcallFlagLimits {
 XcallOptions xcall_options_from_flags(const XcallFlags& flags, const XcallFlagLimits& limits = {});
 
 // Registers the measurement flags `xcall` and `napi` share (--case --load --payload --work --calls --warmup
-// --hot --full-matrix --seed --floor-round-trips), each checked against its range. `both` is appended to
+// --hot --full-matrix --seed --floor-round-trips --background-burn --background-nice), each checked against
+// its range. `both` is appended to
 // the help of the flags that apply to both of napi's implementations (e.g. ", both implementations").
 void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& limits, const std::string& both);
 
@@ -79,5 +83,9 @@ std::map<LoadLevel, int> parse_load_fib(std::string_view text);
 // A comma list of direct, uv, uv-nested, in the order given; a host named twice is an error (each host
 // measures the whole plan once).
 std::vector<Host> parse_host_list(std::string_view text);
+// A comma list of xthread, plain, in the order given (the A B order of the repetitions); none twice.
+std::vector<Implementation> parse_impl_list(std::string_view text);
+// A comma list of counts in [min, max], in the order given, without duplicates (--oversubscribe, --callers).
+std::vector<std::size_t> parse_unique_count_list(std::string_view text, std::uint64_t min, std::uint64_t max);
 
 }  // namespace xthread_lab

@@ -5,6 +5,7 @@
 
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,7 @@ std::string render_table(const XcallReport& report);
 // floors and the load facts of its load level). Columns are listed in docs/results-schema.md.
 std::string render_csv(const XcallReport& report);
 
-// --format json and results.json: the "xthread-bench/xcall/1" document, raw samples included.
+// --format json and results.json: the "xthread-bench/xcall/2" document, raw samples included.
 nlohmann::json render_json(const XcallReport& report);
 
 // The study's two tables with, per cell, OpenHarmony (published) | [TSFN raw |] Node-API | xthread, plus
@@ -31,6 +32,19 @@ nlohmann::json render_json(const XcallReport& report);
 // appears when it is not empty). Any set may be empty (its column then shows "-"). Points are matched by
 // case, load, payload, work_ns and hot. Rows of table (a) whose load is in `flagged_loads` (loads that
 // are not like for like, see load_problems) are marked " !".
+// "2 processes at nice 15 for 12.3 s, 1.95 CPU-s (8 % of their demand); sched_autogroup on": the
+// --background-burn line of the xcall and napi headers.
+std::string background_line(const BackgroundInfo& info);
+
+// (f) every point of every contender and condition (callers, busy threads) with its percentiles, CPU per call
+// and the medians over its repetitions, beside the ratios to xthread's point of the same condition. Empty
+// when every point is the study's own (xthread, one caller, no busy threads, one repetition).
+std::string render_contender_table(const std::vector<XcallPoint>& points);
+// (g) case 3 against case 1 of each implementation and condition (p50, p99 and CPU per call), for every case-3
+// point with a case-1 twin. `sets` pairs a name with its points (e.g. {"TSFN raw", ...}, {"Node-API", ...},
+// {"xthread", ...}); twins are looked up within a set. Empty when no point has a twin.
+std::string render_case_ratio_table(const std::vector<std::pair<std::string, const std::vector<XcallPoint>*>>& sets);
+
 std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
                                   const std::vector<XcallPoint>& node_api_raw = {},
                                   const std::set<std::string>& flagged_loads = {});

@@ -42,13 +42,22 @@ std::string render_csv(const XcallReport& report) {
   // it every row is hosted directly, and the columns are those of files written before --host existed.
   const bool host_column = std::any_of(report.points.begin(), report.points.end(),
                                        [](const XcallPoint& p) { return p.host != kDirectHost; });
+  // The contender columns are there when some point is not the study's single xthread caller measured once
+  // (--impl plain, --callers, --oversubscribe, --repetitions); without them the columns are those of before.
+  const bool contender_columns = std::any_of(report.points.begin(), report.points.end(), [](const XcallPoint& p) {
+    return p.implementation == "plain" || !single_caller_no_busy(p) || p.repetitions.size() > 1;
+  });
   std::ostringstream out;
   out << "implementation,case,load,payload,work_ns,hot,calls";
   for (const char* metric : {"total", "schedule", "execute", "notify"}) {
     for (const char* stat : {"mean", "p50", "p90", "p99", "min", "max"}) out << ',' << metric << '_' << stat << "_us";
   }
   out << ",cpu_us_per_call,ratio_to_futex_floor,model_us,published_mean_us,fib_n,load_ms,duty,spin_floor_p50_ns,futex_floor_p50_ns,sleep_floor_p50_ns"
-      << (host_column ? ",host\n" : "\n");
+      << (host_column ? ",host" : "")
+      << (contender_columns ? ",callers,busy_threads,repetitions,rep_p50_median_us,rep_p99_median_us,"
+                              "rep_cpu_us_per_call_median,busy_cpu_share"
+                            : "")
+      << "\n";
 
   for (const XcallPoint& p : report.points) {
     out << p.implementation << ',' << p.case_id << ',' << p.load << ',' << p.payload << ',' << p.work_ns << ','
@@ -76,6 +85,12 @@ std::string render_csv(const XcallReport& report) {
     out << ',' << number(report.floors.spin_roundtrip_ns.p50) << ',' << number(report.floors.futex_roundtrip_ns.p50)
         << ',' << number(report.floors.sleep_roundtrip_ns.p50);
     if (host_column) out << ',' << p.host;
+    if (contender_columns) {
+      out << ',' << p.callers << ',' << p.busy_threads << ',' << p.repetitions.size() << ','
+          << optional_number(repetition_median(p, &Summary::p50)) << ','
+          << optional_number(repetition_median(p, &Summary::p99)) << ',' << optional_number(repetition_cpu_median(p))
+          << ',' << optional_number(p.busy_cpu_share);
+    }
     out << '\n';
   }
   return out.str();

@@ -13,6 +13,7 @@ nlohmann::json render_json(const XcallReport& report) {
       {"loads", report.loads},
       {"points", report.points},
       {"priority", report.priority ? nlohmann::json(*report.priority) : nlohmann::json(nullptr)},
+      {"background", report.background ? nlohmann::json(*report.background) : nlohmann::json(nullptr)},
       {"reference", published_reference_json()},
       {"run", {{"wall_s", report.wall_s}, {"cpu_user_s", report.cpu.user_s}, {"cpu_system_s", report.cpu.system_s}}},
   };

@@ -194,9 +194,14 @@ std::string study_tables(const std::vector<NamedSet>& sets, std::pair<std::size_
 // `set_heading` names the first column when there are several sets ("impl", or "host" for the hosts).
 std::string percentile_table(const std::vector<NamedSet>& sets, const std::string& set_heading = "impl") {
   const bool show_impl = sets.size() > 1;
+  bool conditions = false;  // some point had several callers or busy threads: show both columns
+  for (const auto& set : sets) {
+    for (const auto& p : *set.points) conditions = conditions || !single_caller_no_busy(p);
+  }
   TextTable t;
   std::vector<std::string> head;
   if (show_impl) head.push_back(set_heading);
+  if (conditions) head.insert(head.end(), {"callers", "busy"});
   for (const char* h :
        {"case", "load",  "payload", "work",   "calls", "|",   "mean", "p50",       "p90",   "p99",       "max",
         "|",    "sched", "exec",    "notify", "|",     "cpu", "|",    "p50/futex", "model", "mean/model"}) {
@@ -208,6 +213,7 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
     for (const auto& p : *set.points) {
       std::vector<std::string> r;
       if (show_impl) r.push_back(set.name);
+      if (conditions) r.insert(r.end(), {std::to_string(p.callers), std::to_string(p.busy_threads)});
       r.push_back(std::to_string(p.case_id));
       r.push_back(p.load);
       r.push_back(p.payload == 10 ? "10" : payload_label(p.payload));
@@ -335,6 +341,32 @@ std::string hosts_table(const XcallReport& report) {
          t.render();
 }
 
+// True when some point is not the study's single xthread caller without busy threads, measured once.
+bool any_contender_detail(const std::vector<XcallPoint>& points) {
+  return std::any_of(points.begin(), points.end(), [](const XcallPoint& p) {
+    return p.implementation == "plain" || !single_caller_no_busy(p) || p.repetitions.size() > 1;
+  });
+}
+
+std::string ratio_text(std::optional<double> a, std::optional<double> b) {
+  return a && b && *b > 0 ? format("%.2fx", *a / *b) : std::string("-");
+}
+
+// The points of `points` whose implementation is `impl`, in their order.
+std::vector<XcallPoint> of_implementation(const std::vector<XcallPoint>& points, std::string_view impl) {
+  std::vector<XcallPoint> out;
+  for (const XcallPoint& p : points) {
+    if (p.implementation == impl) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<std::string> implementations_of(const std::vector<XcallPoint>& points) {
+  std::vector<std::string> out;
+  for (const XcallPoint& p : points) add_unique(out, p.implementation);
+  return out;
+}
+
 // The priority point: one row per host and variant.
 std::string priority_table(const PriorityStudy& study) {
   TextTable t;
@@ -353,6 +385,116 @@ std::string priority_table(const PriorityStudy& study) {
 }
 
 }  // namespace
+
+std::string background_line(const BackgroundInfo& b) {
+  const double demand = static_cast<double>(b.processes) * b.wall_s;
+  std::string out = std::to_string(b.processes) + (b.processes == 1 ? " busy process" : " busy processes") +
+                    " at nice " + std::to_string(b.nice) + " for " + format("%.1f", b.wall_s) + " s, " +
+                    format("%.2f", b.cpu_s) + " CPU-s";
+  if (demand > 0) out += format(" (%.0f %% of their demand)", 100 * b.cpu_s / demand);
+  if (b.autogroup) out += std::string("; sched_autogroup ") + (*b.autogroup ? "on (they share ours)" : "off");
+  return out;
+}
+
+std::string render_contender_table(const std::vector<XcallPoint>& points) {
+  if (!any_contender_detail(points)) return "";
+  const bool hosted =
+      std::any_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+  TextTable t;
+  std::vector<std::string> head = {"case",   "load",   "payload", "work",    "callers", "busy", "impl",
+                                   "reps",   "calls",  "|",       "p50",     "p90",     "p99",  "mean",
+                                   "cpu",    "|",      "p50 med", "p99 med", "cpu med", "|",    "p50/xt",
+                                   "p99/xt", "cpu/xt", "|",       "busy got"};
+  if (hosted) head.insert(head.begin() + 4, "host");
+  t.row(head);
+  t.rule();
+  for (const XcallPoint& p : points) {
+    const XcallPoint* xt = p.implementation == "xthread"
+                               ? nullptr
+                               : find_point(points, p.case_id, p.load, p.payload, p.work_ns, p.hot, p.host, p.callers,
+                                            p.busy_threads, "xthread");
+    // Paired within the run: the median over the repetitions of this repetition's value / xthread's value in
+    // the same repetition (measured next to each other); the pooled values when the repetitions do not pair.
+    auto vs = [&](std::optional<double> mine, std::optional<double> theirs,
+                  const std::function<std::optional<double>(const XcallRepetition&)>& of) {
+      if (xt == nullptr) return std::string("-");
+      if (p.repetitions.empty() || p.repetitions.size() != xt->repetitions.size()) return ratio_text(mine, theirs);
+      std::vector<double> ratios;
+      for (std::size_t r = 0; r < p.repetitions.size(); ++r) {
+        const auto a = of(p.repetitions[r]);
+        const auto b = of(xt->repetitions[r]);
+        if (!a || !b || *b <= 0) return ratio_text(mine, theirs);
+        ratios.push_back(*a / *b);
+      }
+      return format("%.2fx", median(std::move(ratios)));
+    };
+    const auto rep_p50 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p50; };
+    const auto rep_p99 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p99; };
+    const auto rep_cpu = [](const XcallRepetition& r) { return r.cpu_us_per_call; };
+    std::vector<std::string> row = {
+        std::to_string(p.case_id),
+        p.load,
+        p.payload == 10 ? "10" : payload_label(p.payload),
+        work_label(p.work_ns) + (p.hot ? " hot" : ""),
+        std::to_string(p.callers),
+        std::to_string(p.busy_threads),
+        p.implementation,
+        std::to_string(p.repetitions.size()),
+        std::to_string(p.calls),
+        "|",
+        us(p.total_us.p50),
+        us(p.total_us.p90),
+        us(p.total_us.p99),
+        us(p.total_us.mean),
+        us(p.cpu_us_per_call),
+        "|",
+        us(repetition_median(p, &Summary::p50)),
+        us(repetition_median(p, &Summary::p99)),
+        us(repetition_cpu_median(p)),
+        "|",
+        vs(p.total_us.p50, xt ? std::optional<double>(xt->total_us.p50) : std::nullopt, rep_p50),
+        vs(p.total_us.p99, xt ? std::optional<double>(xt->total_us.p99) : std::nullopt, rep_p99),
+        vs(p.cpu_us_per_call, xt ? xt->cpu_us_per_call : std::nullopt, rep_cpu),
+        "|",
+        p.busy_cpu_share ? format("%.0f %%", 100 * *p.busy_cpu_share) : "-"};
+    if (hosted) row.insert(row.begin() + 4, p.host);
+    t.row(row);
+  }
+  return "(f) contenders and conditions: total latency us over every repetition's calls; cpu = process CPU us per\n"
+         "    call (warm-up included, the busy threads' CPU left out); med = median over the repetitions (each\n"
+         "    contender measures the whole point once per repetition, A B then B A); /xt = median over the\n"
+         "    repetitions of this row's value / xthread's in the same repetition and condition; busy got = CPU the\n"
+         "    busy threads got / their demand\n" +
+         t.render();
+}
+
+std::string render_case_ratio_table(const std::vector<std::pair<std::string, const std::vector<XcallPoint>*>>& sets) {
+  TextTable t;
+  t.row({"impl", "load", "payload", "work", "callers", "busy", "|", "c1 p50", "c3 p50", "c3/c1", "|", "c1 p99",
+         "c3 p99", "c3/c1", "|", "c1 cpu", "c3 cpu", "c3/c1"});
+  t.rule();
+  bool any = false;
+  for (const auto& [name, points] : sets) {
+    for (const XcallPoint& p : *points) {
+      if (p.case_id != 3) continue;
+      const XcallPoint* c1 = find_point(*points, 1, p.load, p.payload, p.work_ns, p.hot, p.host, p.callers,
+                                        p.busy_threads, p.implementation);
+      if (c1 == nullptr) continue;
+      any = true;
+      std::string impl = name;
+      if (p.host != kDirectHost) impl += " (" + p.host + ")";
+      t.row({impl, p.load, p.payload == 10 ? "10" : payload_label(p.payload),
+             work_label(p.work_ns) + (p.hot ? " hot" : ""), std::to_string(p.callers), std::to_string(p.busy_threads),
+             "|", us(c1->total_us.p50), us(p.total_us.p50), ratio_text(p.total_us.p50, c1->total_us.p50), "|",
+             us(c1->total_us.p99), us(p.total_us.p99), ratio_text(p.total_us.p99, c1->total_us.p99), "|",
+             us(c1->cpu_us_per_call), us(p.cpu_us_per_call), ratio_text(p.cpu_us_per_call, c1->cpu_us_per_call)});
+    }
+  }
+  if (!any) return "";
+  return "(g) case 3 (caller -> worker -> main) against case 1 (caller -> main), same run and conditions: latency us\n"
+         "    and process CPU us per call\n" +
+         t.render();
+}
 
 std::string render_table(const XcallReport& report) {
   std::ostringstream out;
@@ -377,16 +519,38 @@ std::string render_table(const XcallReport& report) {
         << format("%.1f", l.duty * 100) << " % over " << l.runs << " runs"
         << (l.target_ms > 0 && !load_within(l.load_ms, l.target_ms) ? "  ! OFF TARGET by more than 10 %" : "") << "\n";
   }
+  if (report.background) out << "backgrnd: " << background_line(*report.background) << "\n";
   out << "run     : " << format("%.1f", report.wall_s) << " s wall, cpu " << format("%.1f", report.cpu.user_s)
       << " s user + " << format("%.1f", report.cpu.system_s) << " s system\n\n";
 
   if (report.priority) {
     out << priority_table(*report.priority);
   } else if (!any_hosted(report)) {
-    const NamedSet xthread{"xthread", "xt", &report.points};
-    out << study_tables({xthread}) << "\n";
+    // The study's tables: xthread, one caller, no busy threads (every point of a plain run).
+    std::vector<XcallPoint> study;
+    for (const XcallPoint& p : report.points) {
+      if (p.implementation == "xthread" && single_caller_no_busy(p)) study.push_back(p);
+    }
+    if (!study.empty()) {
+      const NamedSet xthread{"xthread", "xt", &study};
+      out << study_tables({xthread}) << "\n";
+    }
     out << model_lines(report);
-    out << percentile_table({xthread});
+    const auto impls = implementations_of(report.points);
+    std::vector<std::vector<XcallPoint>> by_impl;
+    by_impl.reserve(impls.size());
+    for (const auto& impl : impls) by_impl.push_back(of_implementation(report.points, impl));
+    std::vector<NamedSet> sets;
+    sets.reserve(impls.size());
+    std::vector<std::pair<std::string, const std::vector<XcallPoint>*>> ratio_sets;
+    ratio_sets.reserve(impls.size());
+    for (std::size_t i = 0; i < impls.size(); ++i) {
+      sets.push_back({impls[i], impls[i], &by_impl[i]});
+      ratio_sets.emplace_back(impls[i], &by_impl[i]);
+    }
+    out << percentile_table(sets);
+    if (const std::string table_f = render_contender_table(report.points); !table_f.empty()) out << "\n" << table_f;
+    if (const std::string g = render_case_ratio_table(ratio_sets); !g.empty()) out << "\n" << g;
   } else {
     const HostSets by_host = split_by_host(report.points);
     const auto sets = by_host.sets();
@@ -406,6 +570,8 @@ std::string render_table(const XcallReport& report) {
     out << model_lines(report);
     out << percentile_table(sets, "host") << "\n";
     out << hosts_table(report);
+    if (const std::string table_f = render_contender_table(report.points); !table_f.empty()) out << "\n" << table_f;
+    if (const std::string g = render_case_ratio_table({{"xthread", &report.points}}); !g.empty()) out << "\n" << g;
   }
   // The tables say "OH = published ... study 000"; name the study and where its figures are.
   if (!report.priority) out << "OH source: " << study000_citation() << "\n";
@@ -415,13 +581,16 @@ std::string render_table(const XcallReport& report) {
 std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
                                   const std::vector<XcallPoint>& node_api_raw,
                                   const std::set<std::string>& flagged_loads) {
+  std::string ratios =
+      render_case_ratio_table({{"TSFN raw", &node_api_raw}, {"Node-API", &node_api}, {"xthread", &xthread}});
+  if (!ratios.empty()) ratios = "\n" + ratios;
   if (node_api_raw.empty()) {
     const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
-    return study_tables(sets, {0, 1}, flagged_loads) + "\n" + percentile_table(sets);
+    return study_tables(sets, {0, 1}, flagged_loads) + "\n" + percentile_table(sets) + ratios;
   }
   const std::vector<NamedSet> sets = {
       {"TSFN raw", "raw", &node_api_raw}, {"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
-  return study_tables(sets, {1, 2}, flagged_loads) + "\n" + percentile_table(sets);
+  return study_tables(sets, {1, 2}, flagged_loads) + "\n" + percentile_table(sets) + ratios;
 }
 
 }  // namespace xthread_lab

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 #include "common/text_table.hpp"
 
@@ -40,12 +41,16 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
       {"payload", p.payload},
       {"work_ns", p.work_ns},
       {"hot", p.hot},
+      {"callers", p.callers},
+      {"busy_threads", p.busy_threads},
       {"calls", p.calls},
       {"total_us", p.total_us},
       {"schedule_us", p.schedule_us},
       {"execute_us", p.execute_us},
       {"notify_us", p.notify_us},
       {"cpu_us_per_call", optional_number(p.cpu_us_per_call)},
+      {"busy_cpu_share", optional_number(p.busy_cpu_share)},
+      {"repetitions", p.repetitions},
       {"ratio_to_futex_floor", optional_number(p.ratio_to_futex_floor)},
       {"model_us", optional_number(p.model_us)},
       {"samples",
@@ -54,6 +59,19 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
         {"execute_ns", p.samples.execute_ns},
         {"notify_ns", p.samples.notify_ns}}},
   };
+}
+
+void to_json(nlohmann::json& out, const XcallRepetition& r) {
+  out = nlohmann::json{
+      {"calls", r.calls}, {"total_us", r.total_us}, {"cpu_us_per_call", optional_number(r.cpu_us_per_call)}};
+}
+
+void to_json(nlohmann::json& out, const BackgroundInfo& info) {
+  out = nlohmann::json{{"processes", info.processes},
+                       {"nice", info.nice},
+                       {"wall_s", info.wall_s},
+                       {"cpu_s", info.cpu_s},
+                       {"autogroup", info.autogroup ? nlohmann::json(*info.autogroup) : nlohmann::json(nullptr)}};
 }
 
 void to_json(nlohmann::json& out, const LoadInfo& info) {
@@ -118,6 +136,16 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
   p.work_ns = typed("work_ns", is_integer, "an integer").get<std::int64_t>();
   p.hot = typed("hot", is_bool, "a boolean").get<bool>();
   p.calls = typed("calls", is_unsigned, "a non-negative integer").get<std::size_t>();
+  // Optional keys of /2: a /1 point is one caller, no busy threads, no repetitions.
+  for (auto [key, field, min] : {std::tuple{"callers", &p.callers, std::size_t{1}},
+                                 std::tuple{"busy_threads", &p.busy_threads, std::size_t{0}}}) {
+    if (const auto it = in.find(key); it != in.end()) {
+      if (!is_unsigned(*it) || it->get<std::size_t>() < min) {
+        throw std::runtime_error(std::string("key '") + key + "' is not an integer >= " + std::to_string(min));
+      }
+      *field = it->get<std::size_t>();
+    }
+  }
   for (auto [key, field] : {std::pair{"total_us", &p.total_us}, std::pair{"schedule_us", &p.schedule_us},
                             std::pair{"execute_us", &p.execute_us}, std::pair{"notify_us", &p.notify_us}}) {
     try {
@@ -129,6 +157,24 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
   if (const auto it = in.find("cpu_us_per_call"); it != in.end() && !it->is_null()) {  // optional key
     if (!it->is_number()) throw std::runtime_error("key 'cpu_us_per_call' is not a number or null");
     p.cpu_us_per_call = it->get<double>();
+  }
+  if (const auto it = in.find("busy_cpu_share"); it != in.end() && !it->is_null()) {  // optional key
+    if (!it->is_number()) throw std::runtime_error("key 'busy_cpu_share' is not a number or null");
+    p.busy_cpu_share = it->get<double>();
+  }
+  if (const auto it = in.find("repetitions"); it != in.end()) {  // optional key
+    if (!it->is_array()) throw std::runtime_error("key 'repetitions' is not an array");
+    for (const auto& r : *it) {
+      XcallRepetition rep;
+      try {
+        rep.calls = r.at("calls").get<std::size_t>();
+        from_json(r.at("total_us"), rep.total_us);
+        if (const auto& c = r.at("cpu_us_per_call"); !c.is_null()) rep.cpu_us_per_call = c.get<double>();
+      } catch (const nlohmann::json::exception& e) {
+        throw std::runtime_error(std::string("key 'repetitions': ") + e.what());
+      }
+      p.repetitions.push_back(rep);
+    }
   }
   if (const auto& r = typed("ratio_to_futex_floor", number_or_null, "a number or null"); r.is_number()) {
     p.ratio_to_futex_floor = r.get<double>();
@@ -207,14 +253,37 @@ std::vector<std::string> load_problems(double target_ms,
 }
 
 const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
-                             std::uint64_t payload, std::int64_t work_ns, bool hot, std::string_view host) {
+                             std::uint64_t payload, std::int64_t work_ns, bool hot, std::string_view host,
+                             std::size_t callers, std::size_t busy_threads, std::string_view implementation) {
   for (const XcallPoint& p : points) {
     if (p.case_id == case_id && p.load == load && p.payload == payload && p.work_ns == work_ns && p.hot == hot &&
-        p.host == host) {
+        p.host == host && p.callers == callers && p.busy_threads == busy_threads &&
+        (implementation.empty() || p.implementation == implementation)) {
       return &p;
     }
   }
   return nullptr;
+}
+
+bool single_caller_no_busy(const XcallPoint& point) { return point.callers == 1 && point.busy_threads == 0; }
+
+std::optional<double> repetition_median(const XcallPoint& point, double Summary::* stat) {
+  if (point.repetitions.empty()) return std::nullopt;
+  std::vector<double> values;
+  values.reserve(point.repetitions.size());
+  for (const XcallRepetition& r : point.repetitions) values.push_back(r.total_us.*stat);
+  return median(std::move(values));
+}
+
+std::optional<double> repetition_cpu_median(const XcallPoint& point) {
+  if (point.repetitions.empty()) return std::nullopt;
+  std::vector<double> values;
+  values.reserve(point.repetitions.size());
+  for (const XcallRepetition& r : point.repetitions) {
+    if (!r.cpu_us_per_call) return std::nullopt;
+    values.push_back(*r.cpu_us_per_call);
+  }
+  return median(std::move(values));
 }
 
 }  // namespace xthread_lab

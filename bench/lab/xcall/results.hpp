@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Result types of the cross-thread call lab (study 000) and their JSON form, schema
-// "xthread-bench/xcall/1" (docs/results-schema.md).
+// "xthread-bench/xcall/2" (docs/results-schema.md; /2 added the contenders, callers, busy threads,
+// repetitions and the background load of issue #25; /1 documents are still read).
 //
 // An XcallPoint is self-contained: it carries its own implementation name, coordinates, summaries and
 // raw samples, so another producer (the Node-API bridge, implementation "node-api") can emit the same
@@ -22,7 +23,9 @@
 
 namespace xthread_lab {
 
-inline constexpr std::string_view kXcallSchema = "xthread-bench/xcall/1";
+inline constexpr std::string_view kXcallSchema = "xthread-bench/xcall/2";
+// The previous version, which napi/lab/xcall.mjs still writes: the same points without the /2 keys.
+inline constexpr std::string_view kXcallSchemaV1 = "xthread-bench/xcall/1";
 
 // Main-thread load levels of the study.
 inline constexpr std::string_view kLoadNames[] = {"idle", "medium", "heavy"};
@@ -37,19 +40,35 @@ struct XcallSamples {
   std::vector<std::int64_t> notify_ns;    // callee returns -> caller resumes
 };
 
+// One repetition of a point (--repetitions): one contender's calls of that repetition, all callers together.
+struct XcallRepetition {
+  std::size_t calls = 0;  // measured calls
+  Summary total_us;       // issue -> caller resumes
+  // Process CPU over the repetition's calls (warm-up included) less the busy threads' CPU, per call.
+  std::optional<double> cpu_us_per_call;
+};
+
 struct XcallPoint {
-  std::string implementation = "xthread";  // "xthread" | "node-api" (bridge) | "node-api-raw" (bare TSFN)
+  // "xthread" | "plain" (mutex + condition variable, xcall --impl plain) | "node-api" (bridge) |
+  // "node-api-raw" (bare TSFN)
+  std::string implementation = "xthread";
   std::string host{kDirectHost};           // how the main loop was driven: "direct" | "uv" | "uv-nested"
   int case_id = 1;                         // 1 main loop, 2 worker loop, 3 worker -> nested call to main
   std::string load = "idle";               // "idle" | "medium" | "heavy"
   std::uint64_t payload = 10;              // total characters of the two arguments
   std::int64_t work_ns = 0;                // extra busy-wait inside the callee
   bool hot = false;                        // calls back-to-back (no gap)
-  std::size_t calls = 0;                   // measured calls (warm-up excluded)
+  std::size_t callers = 1;                 // threads calling at once (xcall --callers)
+  std::size_t busy_threads = 0;            // busy threads beside the study's (xcall --oversubscribe)
+  std::size_t calls = 0;                   // measured calls (warm-up excluded), every caller and repetition
   Summary total_us, schedule_us, execute_us, notify_us;
-  // Process CPU time (getrusage RUSAGE_SELF, user + system, every thread) over the point's calls, warm-up
-  // included, per call; nullopt when read from a file written before it existed.
+  // Process CPU time (CLOCK_PROCESS_CPUTIME_ID, every thread, less the busy threads' sum_exec_runtime) over
+  // the point's calls, warm-up included, per call; nullopt when read from a file written before it existed.
   std::optional<double> cpu_us_per_call;
+  // CPU the busy threads got during this contender's calls / (busy_threads x wall time): 1 = each had a
+  // whole CPU. nullopt without busy threads.
+  std::optional<double> busy_cpu_share;
+  std::vector<XcallRepetition> repetitions;  // in measurement order; empty in files written before /2
   std::optional<double> ratio_to_futex_floor;  // total p50 / futex round-trip p50
   std::optional<double> model_us;              // load model, see docs/results-schema.md
   XcallSamples samples;                        // may be empty when read from a file without samples
@@ -104,6 +123,16 @@ struct PriorityStudy {
   std::vector<PriorityVariant> variants;
 };
 
+// The --background-burn processes around a command's run.
+struct BackgroundInfo {
+  std::size_t processes = 0;          // niced busy processes (children of xthread-bench)
+  int nice = 15;                      // their nice value
+  double wall_s = 0;                  // how long they ran
+  double cpu_s = 0;                   // CPU they got together (user + system, from wait4)
+  std::optional<bool> autogroup;      // /proc/sys/kernel/sched_autogroup_enabled (nullopt: unreadable)
+};
+void to_json(nlohmann::json& out, const BackgroundInfo& info);
+
 struct XcallReport {
   MachineInfo machine;
   nlohmann::json config = nlohmann::json::object();  // resolved options, see docs/results-schema.md
@@ -111,10 +140,12 @@ struct XcallReport {
   std::vector<LoadInfo> loads;
   std::vector<XcallPoint> points;
   std::optional<PriorityStudy> priority;  // with --priority-point (then `points` is empty)
+  std::optional<BackgroundInfo> background;  // with --background-burn
   double wall_s = 0;
   CpuTimes cpu;
 };
 
+void to_json(nlohmann::json& out, const XcallRepetition& repetition);
 void to_json(nlohmann::json& out, const XcallPoint& point);
 void to_json(nlohmann::json& out, const LoadInfo& info);
 void to_json(nlohmann::json& out, const PriorityVariant& variant);
@@ -127,9 +158,18 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in);
 // Accepts points of any implementation. Throws std::runtime_error("xcall point #i: ...") on bad input.
 std::vector<XcallPoint> read_xcall_points(const nlohmann::json& doc);
 
-// Finds the point with these coordinates (first match), or nullptr.
+// Finds the point with these coordinates (first match), or nullptr. An empty `implementation` matches any.
 const XcallPoint* find_point(const std::vector<XcallPoint>& points, int case_id, std::string_view load,
-                             std::uint64_t payload, std::int64_t work_ns, bool hot,
-                             std::string_view host = kDirectHost);
+                             std::uint64_t payload, std::int64_t work_ns, bool hot, std::string_view host = kDirectHost,
+                             std::size_t callers = 1, std::size_t busy_threads = 0,
+                             std::string_view implementation = {});
+
+// True when the point was measured under the study's own conditions: one caller, no busy threads.
+bool single_caller_no_busy(const XcallPoint& point);
+
+// The conventional median of one statistic over the point's repetitions; nullopt without repetitions (or,
+// for the CPU, when a repetition has none).
+std::optional<double> repetition_median(const XcallPoint& point, double Summary::* stat);
+std::optional<double> repetition_cpu_median(const XcallPoint& point);
 
 }  // namespace xthread_lab

@@ -6,16 +6,21 @@
 #include <cmath>
 #include <cstdio>
 #include <future>
+#include <latch>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
+#include <system_error>
 #include <thread>
 
 #include <pthread.h>
 
 #include <xthread/xthread.hpp>
 
+#include "common/cpu_load.hpp"
 #include "common/cpu_relax.hpp"
+#include "xcall/plain.hpp"
 
 namespace xthread_lab {
 namespace {
@@ -155,6 +160,8 @@ std::string describe(const XcallPointSpec& s, Host host) {
   std::string text = "case " + std::to_string(s.case_id) + ", load " + std::string(load_name(s.load)) + ", payload " +
                      std::to_string(s.payload) + ", work " + std::to_string(s.work.count()) + "ns";
   if (host != Host::direct) text += ", host " + std::string(host_name(host));
+  if (s.callers != 1) text += ", " + std::to_string(s.callers) + " callers";
+  if (s.busy_threads != 0) text += ", " + std::to_string(s.busy_threads) + " busy threads";
   return text;
 }
 
@@ -269,7 +276,19 @@ class Driver {
       reply.end = Clock::now();
       return reply;
     });
-    Concat* targets[3] = {&main_concat, &worker_concat, &worker_nested};
+    targets_[0] = &main_concat;
+    targets_[1] = &worker_concat;
+    targets_[2] = &worker_nested;
+    // The plain contender's two threads, only when it is measured (idle only: the load runs on main_loop_).
+    const bool plain =
+        std::find(options_.impls.begin(), options_.impls.end(), Implementation::plain) != options_.impls.end();
+    std::optional<PlainThread> plain_main, plain_worker;
+    if (plain) {
+      plain_main.emplace("plain-main");
+      plain_worker.emplace("plain-worker");
+      plain_main_ = &*plain_main;
+      plain_worker_ = &*plain_worker;
+    }
 
     if (phase_.measure_floors) {
       progress_.update("xcall: measuring floors");
@@ -309,7 +328,7 @@ class Driver {
 
       for (const XcallPointSpec* spec : group) {
         ++done;
-        measure(*spec, *targets[spec->case_id - 1], done);
+        measure(*spec, done);
       }
 
       if (state) {
@@ -347,11 +366,19 @@ class Driver {
 
   // One checked call: call_sync, or call_sync_with(*options) when options is not null.
   CallTiming one_call(Concat& target, const xthread::CallOptions* options, const Payload& p, std::string_view where) {
+    return timed_call([&](std::string a, std::string b) {
+      return options != nullptr ? target.call_sync_with(*options, std::move(a), std::move(b))
+                                : target.call_sync(std::move(a), std::move(b));
+    }, p, where);
+  }
+
+  // One checked call through `call(a, b)`, which returns the callee's Reply.
+  template <class Call>
+  CallTiming timed_call(Call&& call, const Payload& p, std::string_view where) {
     std::string a = p.a;  // fresh copies, moved into the call as the study's arguments are
     std::string b = p.b;
     const auto issued = Clock::now();
-    Reply reply = options != nullptr ? target.call_sync_with(*options, std::move(a), std::move(b))
-                                     : target.call_sync(std::move(a), std::move(b));
+    Reply reply = call(std::move(a), std::move(b));
     const auto resumed = Clock::now();
     if (options_.tamper_reply_for_test) options_.tamper_reply_for_test(reply.text);
     if (reply.text.size() != p.expected.size()) {
@@ -381,54 +408,211 @@ class Driver {
 
   // The gap spaces calls out (so they land at every phase of the load cycle); it is not used to
   // synchronize anything.
-  void pause_before_call(std::uniform_int_distribution<std::int64_t>& gap_dist) {
+  void pause_before_call(std::uniform_int_distribution<std::int64_t>& gap_dist) { pause_before_call(gap_dist, rng_); }
+  void pause_before_call(std::uniform_int_distribution<std::int64_t>& gap_dist, std::mt19937_64& rng) const {
     if (options_.hot) return;
-    const nanoseconds pause(gap_dist(rng_));
+    const nanoseconds pause(gap_dist(rng));
     if (pause.count() > 0) std::this_thread::sleep_for(pause);
   }
 
-  void measure(const XcallPointSpec& spec, Concat& target, std::size_t index) {
-    const std::size_t calls = calls_per_point(options_, spec.load);
-    auto gap_dist = gap_distribution(spec.load);
-    const Payload& p = payload(spec.payload);
-    work_ns_.store(spec.work.count(), std::memory_order_relaxed);
+  // What one contender's block of a point (one repetition) measured.
+  struct Block {
+    std::vector<CallTiming> timings;  // every caller's measured calls
+    std::size_t calls_made = 0;       // warm-up included
+    double cpu_s = 0;                 // process CPU over the block less the busy threads'
+    double busy_cpu_s = 0;            // the busy threads' CPU over the block
+    double wall_s = 0;
+  };
 
-    const std::string where = describe(spec, phase_.host);
-    const std::string label =
-        "xcall [" + std::to_string(index) + "/" + std::to_string(phase_.points_total) + "] " + where + ": ";
-    progress_.update(label + "warm-up");
-    const CpuTimes cpu_start = process_cpu_times();
-    for (std::size_t i = 0; i < options_.warmup; ++i) one_call(target, nullptr, p, where);
-
-    XcallPoint point;
-    point.host = std::string(host_name(phase_.host));
-    point.case_id = spec.case_id;
-    point.load = std::string(load_name(spec.load));
-    point.payload = spec.payload;
-    point.work_ns = spec.work.count();
-    point.hot = options_.hot;
-    point.samples.total_ns.reserve(calls);
-    point.samples.schedule_ns.reserve(calls);
-    point.samples.execute_ns.reserve(calls);
-    point.samples.notify_ns.reserve(calls);
+  // One caller's share of a block: --warmup unrecorded calls, then the measured ones with their gaps.
+  // `report_progress`: this caller keeps the progress line (only one thread may).
+  template <class Call>
+  void caller_calls(Call& call, const Payload& p, const std::string& where, const std::string& label,
+                    std::uniform_int_distribution<std::int64_t> gap_dist, std::mt19937_64& rng, std::size_t calls,
+                    bool report_progress, std::vector<CallTiming>& out) {
+    for (std::size_t i = 0; i < options_.warmup; ++i) timed_call(call, p, where);
+    out.reserve(calls);
     auto last_update = Clock::now();
     for (std::size_t i = 0; i < calls; ++i) {
-      pause_before_call(gap_dist);
-      const CallTiming t = one_call(target, nullptr, p, where);
-      point.samples.total_ns.push_back(t.total_ns);
-      point.samples.schedule_ns.push_back(t.schedule_ns);
-      point.samples.execute_ns.push_back(t.execute_ns);
-      point.samples.notify_ns.push_back(t.notify_ns);
-      if (progress_.active() && Clock::now() - last_update > std::chrono::milliseconds(100)) {
+      pause_before_call(gap_dist, rng);
+      out.push_back(timed_call(call, p, where));
+      if (report_progress && progress_.active() && Clock::now() - last_update > std::chrono::milliseconds(100)) {
         last_update = Clock::now();
         progress_.update(label + std::to_string(i + 1) + "/" + std::to_string(calls));
       }
     }
-    const CpuTimes cpu_end = process_cpu_times();
-    const double cpu_s = (cpu_end.user_s - cpu_start.user_s) + (cpu_end.system_s - cpu_start.system_s);
-    point.cpu_us_per_call = cpu_s * 1e6 / static_cast<double>(options_.warmup + calls);
-    point.summarize_samples();
-    report_.points.push_back(std::move(point));
+  }
+
+  // The process's CPU seconds and the busy threads' share of them, read from the same kernel counters
+  // (sum_exec_runtime) so that the difference leaves the busy threads out exactly: the busy threads are read
+  // before and after the process total, again until both reads agree (a scheduler tick between them would
+  // have moved a busy thread's counter after the process total was read).
+  static std::pair<double, double> cpu_snapshot(const BusyThreads& busy) {
+    for (int attempt = 0;; ++attempt) {
+      const double before = busy.cpu_seconds();
+      const double total = process_cpu_seconds();
+      const double after = busy.cpu_seconds();
+      if (before == after || attempt == 20) return {total, after};
+    }
+  }
+
+  // One contender's block: spec.callers threads (this one when there is one caller) each making the point's
+  // calls through `call`, all released at once.
+  template <class Call>
+  Block run_block(const XcallPointSpec& spec, Call call, const Payload& p, const std::string& where,
+                  const std::string& label, const BusyThreads& busy) {
+    const std::size_t calls = calls_per_point(options_, spec.load);
+    const auto gap_dist = gap_distribution(spec.load);
+    Block block;
+    const auto wall_start = Clock::now();
+    const auto [cpu_start, busy_start] = cpu_snapshot(busy);
+    if (spec.callers == 1) {
+      caller_calls(call, p, where, label, gap_dist, rng_, calls, true, block.timings);
+    } else {
+      std::vector<std::vector<CallTiming>> timings(spec.callers);
+      std::vector<std::exception_ptr> failures(spec.callers);
+      std::vector<std::mt19937_64> rngs;
+      rngs.reserve(spec.callers);
+      for (std::size_t c = 0; c < spec.callers; ++c) rngs.emplace_back(rng_());
+      std::latch start(static_cast<std::ptrdiff_t>(spec.callers));
+      std::vector<std::thread> callers;
+      callers.reserve(spec.callers);
+      // A thread that cannot be created: release the ones already waiting at the start, join them, rethrow.
+      const auto release_and_join = [&] {
+        start.count_down(static_cast<std::ptrdiff_t>(spec.callers - callers.size()));
+        for (std::thread& t : callers) t.join();
+      };
+      for (std::size_t c = 0; c < spec.callers; ++c) {
+        try {
+          callers.emplace_back([&, c] {
+            pthread_setname_np(pthread_self(), ("xcall-caller-" + std::to_string(c)).c_str());
+            start.arrive_and_wait();
+            try {
+              caller_calls(call, p, where, label, gap_dist, rngs[c], calls, c == 0, timings[c]);
+            } catch (...) {
+              failures[c] = std::current_exception();
+            }
+          });
+        } catch (const std::system_error& e) {
+          release_and_join();
+          throw RunError(std::string("cannot start caller thread: ") + e.what());
+        }
+      }
+      for (std::thread& t : callers) t.join();
+      for (const auto& failure : failures) {
+        if (failure) std::rethrow_exception(failure);
+      }
+      for (auto& t : timings) block.timings.insert(block.timings.end(), t.begin(), t.end());
+    }
+    const auto [cpu_end, busy_end] = cpu_snapshot(busy);
+    block.busy_cpu_s = busy_end - busy_start;
+    block.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
+    block.cpu_s = cpu_end - cpu_start - block.busy_cpu_s;
+    block.calls_made = spec.callers * (options_.warmup + calls);
+    return block;
+  }
+
+  // One contender's block of `spec`, through xthread's ThreadSafeFunctions or the plain threads.
+  Block measure_block(Implementation impl, const XcallPointSpec& spec, const Payload& p, const std::string& where,
+                      const std::string& label, const BusyThreads& busy) {
+    if (impl == Implementation::xthread) {
+      Concat& target = *targets_[spec.case_id - 1];
+      return run_block(spec, [&target](std::string a, std::string b) {
+        return target.call_sync(std::move(a), std::move(b));
+      }, p, where, label, busy);
+    }
+    PlainThread& main = *plain_main_;
+    PlainThread& worker = *plain_worker_;
+    const nanoseconds work(work_ns_.load(std::memory_order_relaxed));
+    switch (spec.case_id) {
+      case 1:
+        return run_block(spec, [&main, work](std::string a, std::string b) {
+          return main.call([&] { return concatenate(std::move(a), std::move(b), work); });
+        }, p, where, label, busy);
+      case 2:
+        return run_block(spec, [&worker, work](std::string a, std::string b) {
+          return worker.call([&] { return concatenate(std::move(a), std::move(b), work); });
+        }, p, where, label, busy);
+      default:  // 3: the worker's task forwards synchronously to "main"
+        return run_block(spec, [&main, &worker, work](std::string a, std::string b) {
+          return worker.call([&] {
+            const auto start = Clock::now();
+            Reply reply = main.call([&] { return concatenate(std::move(a), std::move(b), work); });
+            reply.start = start;
+            reply.end = Clock::now();
+            return reply;
+          });
+        }, p, where, label, busy);
+    }
+  }
+
+  // Every contender at this point, --repetitions times, A B then B A; the busy threads run throughout.
+  void measure(const XcallPointSpec& spec, std::size_t index) {
+    const Payload& p = payload(spec.payload);
+    work_ns_.store(spec.work.count(), std::memory_order_relaxed);
+    const std::string where = describe(spec, phase_.host);
+    const std::size_t contenders = options_.impls.size();
+
+    std::vector<XcallPoint> points(contenders);
+    std::vector<double> cpu_s(contenders, 0), busy_cpu_s(contenders, 0), wall_s(contenders, 0);
+    std::vector<std::size_t> calls_made(contenders, 0);
+    for (std::size_t k = 0; k < contenders; ++k) {
+      XcallPoint& point = points[k];
+      point.implementation = std::string(implementation_name(options_.impls[k]));
+      point.host = std::string(host_name(phase_.host));
+      point.case_id = spec.case_id;
+      point.load = std::string(load_name(spec.load));
+      point.payload = spec.payload;
+      point.work_ns = spec.work.count();
+      point.hot = options_.hot;
+      point.callers = spec.callers;
+      point.busy_threads = spec.busy_threads;
+    }
+
+    BusyThreads busy(spec.busy_threads);  // started before the point's first block, stopped after its last
+    for (std::size_t r = 0; r < options_.repetitions; ++r) {
+      for (std::size_t i = 0; i < contenders; ++i) {
+        const std::size_t k = r % 2 == 0 ? i : contenders - 1 - i;
+        std::string label = "xcall [" + std::to_string(index) + "/" + std::to_string(phase_.points_total) + "] ";
+        if (contenders > 1) label += std::string(implementation_name(options_.impls[k])) + ", ";
+        label += where;
+        if (options_.repetitions > 1) {
+          label += ", repetition " + std::to_string(r + 1) + "/" + std::to_string(options_.repetitions);
+        }
+        label += ": ";
+        progress_.update(label + "warm-up");
+        const Block block = measure_block(options_.impls[k], spec, p, where, label, busy);
+        XcallPoint& point = points[k];
+        XcallRepetition rep;
+        rep.calls = block.timings.size();
+        std::vector<double> totals_us;
+        totals_us.reserve(block.timings.size());
+        for (const CallTiming& t : block.timings) {
+          point.samples.total_ns.push_back(t.total_ns);
+          point.samples.schedule_ns.push_back(t.schedule_ns);
+          point.samples.execute_ns.push_back(t.execute_ns);
+          point.samples.notify_ns.push_back(t.notify_ns);
+          totals_us.push_back(static_cast<double>(t.total_ns) / 1000.0);
+        }
+        rep.total_us = summarize(std::move(totals_us));
+        rep.cpu_us_per_call = block.cpu_s * 1e6 / static_cast<double>(block.calls_made);
+        point.repetitions.push_back(rep);
+        cpu_s[k] += block.cpu_s;
+        busy_cpu_s[k] += block.busy_cpu_s;
+        wall_s[k] += block.wall_s;
+        calls_made[k] += block.calls_made;
+      }
+    }
+    busy.stop();
+    for (std::size_t k = 0; k < contenders; ++k) {
+      XcallPoint& point = points[k];
+      point.cpu_us_per_call = cpu_s[k] * 1e6 / static_cast<double>(calls_made[k]);
+      if (spec.busy_threads > 0 && wall_s[k] > 0) {
+        point.busy_cpu_share = busy_cpu_s[k] / (static_cast<double>(spec.busy_threads) * wall_s[k]);
+      }
+      point.summarize_samples();
+      report_.points.push_back(std::move(point));
+    }
   }
 
   // The priority point on this host: case 1, payload 10, no callee work, beside a standing backlog; one
@@ -498,6 +682,9 @@ class Driver {
   std::atomic<std::int64_t> work_ns_{0};  // work of the current point; published to callees by the call itself
   std::map<std::uint64_t, Payload> payloads_;
   FibCalibrator& calibrator_;
+  Concat* targets_[3] = {nullptr, nullptr, nullptr};  // xthread's cases 1, 2, 3 (set by run())
+  PlainThread* plain_main_ = nullptr;                  // the plain contender's threads (set by run())
+  PlainThread* plain_worker_ = nullptr;
 };
 
 // The priority point's method, in words, for the report beside its table.
@@ -517,6 +704,13 @@ std::string priority_method(const XcallOptions& o) {
          " measured blocks per host; " + gap +
          " before each call. tasks ahead = backlog tasks that ran between the call's issue and its callee's "
          "start.";
+}
+
+std::vector<std::string> impl_names(const std::vector<Implementation>& impls) {
+  std::vector<std::string> out;
+  out.reserve(impls.size());
+  for (Implementation i : impls) out.emplace_back(implementation_name(i));
+  return out;
 }
 
 nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_t planned) {
@@ -552,6 +746,12 @@ nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_
       {"seed", seed},
       {"points_planned", planned},
       {"hosts", hosts},
+      {"impls", impl_names(o.impls)},
+      {"repetitions", o.repetitions},
+      {"busy_threads", o.busy_threads},
+      {"callers", o.callers},
+      {"background_burn", o.background_burn},
+      {"background_nice", o.background_nice},
       {"priority_point", o.priority_point ? nlohmann::json{{"backlog_tasks", o.backlog_tasks},
                                                            {"backlog_task_ns", o.backlog_task_work.count()}}
                                           : nlohmann::json(nullptr)},
@@ -577,6 +777,16 @@ LoadLevel parse_load(std::string_view text) {
   if (text == "medium") return LoadLevel::medium;
   if (text == "heavy") return LoadLevel::heavy;
   throw UsageError("unknown load '" + std::string(text) + "' (expected idle, medium or heavy)");
+}
+
+std::string_view implementation_name(Implementation impl) {
+  return impl == Implementation::plain ? "plain" : "xthread";
+}
+
+Implementation parse_implementation(std::string_view text) {
+  if (text == "xthread") return Implementation::xthread;
+  if (text == "plain") return Implementation::plain;
+  throw UsageError("unknown implementation " + in_quotes(text) + " (expected xthread or plain)");
 }
 
 [[gnu::noinline]] std::uint64_t fibonacci(int n) {
@@ -610,6 +820,59 @@ void validate(const XcallOptions& o) {
                        "' twice (each host measures the whole plan once)");
     }
   }
+  if (o.impls.empty()) throw UsageError("--impl: no implementation given");
+  for (auto it = o.impls.begin(); it != o.impls.end(); ++it) {
+    if (std::find(o.impls.begin(), it, *it) != it) {
+      throw UsageError("--impl: '" + std::string(implementation_name(*it)) + "' is listed twice");
+    }
+  }
+  const bool plain = std::find(o.impls.begin(), o.impls.end(), Implementation::plain) != o.impls.end();
+  if (plain) {
+    for (LoadLevel l : o.loads) {
+      if (l != LoadLevel::idle) {
+        throw UsageError(
+            "--impl: plain measures idle points only (the main-thread load runs on xthread's main "
+            "loop), not --load " +
+            std::string(load_name(l)));
+      }
+    }
+    if (o.hosts.size() != 1 || o.hosts.front() != Host::direct) {
+      throw UsageError("--impl: plain has no main-loop host; not with --host other than direct");
+    }
+    if (o.priority_point) throw UsageError("--impl: plain does not apply with --priority-point");
+  }
+  if (o.repetitions < 1 || o.repetitions > kMaxRepetitions) {
+    throw UsageError("--repetitions must be in 1.." + std::to_string(kMaxRepetitions) + ", got " +
+                     std::to_string(o.repetitions));
+  }
+  if (o.busy_threads.empty()) throw UsageError("--oversubscribe: no value given");
+  for (std::size_t n : o.busy_threads) {
+    if (n > kMaxBusyThreads) {
+      throw UsageError("--oversubscribe must be in 0.." + std::to_string(kMaxBusyThreads) + ", got " +
+                       std::to_string(n));
+    }
+  }
+  if (o.callers.empty()) throw UsageError("--callers: no value given");
+  std::size_t most_callers = 1;
+  for (std::size_t n : o.callers) {
+    if (n < 1 || n > kMaxCallers) {
+      throw UsageError("--callers must be in 1.." + std::to_string(kMaxCallers) + ", got " + std::to_string(n));
+    }
+    most_callers = std::max(most_callers, n);
+  }
+  const std::uint64_t samples = std::uint64_t{calls_per_point(o, LoadLevel::idle)} * most_callers * o.repetitions;
+  if (samples > kMaxSamplesPerPoint) {
+    throw UsageError("--repetitions: --calls x --callers x --repetitions = " + std::to_string(samples) +
+                     " samples per point and contender, more than " + std::to_string(kMaxSamplesPerPoint));
+  }
+  if (o.background_burn > kMaxBackgroundBurn) {
+    throw UsageError("--background-burn must be in 0.." + std::to_string(kMaxBackgroundBurn) + ", got " +
+                     std::to_string(o.background_burn));
+  }
+  if (o.background_nice < 0 || o.background_nice > kMaxNice) {
+    throw UsageError("--background-nice must be in 0.." + std::to_string(kMaxNice) + ", got " +
+                     std::to_string(o.background_nice));
+  }
   if (o.backlog_tasks < 1 || o.backlog_tasks > kMaxBacklogTasks) {
     throw UsageError("--backlog-tasks must be in 1.." + std::to_string(kMaxBacklogTasks) + ", got " +
                      std::to_string(o.backlog_tasks));
@@ -622,11 +885,14 @@ void validate(const XcallOptions& o) {
 
 std::vector<XcallPointSpec> plan_points(const XcallOptions& o) {
   std::vector<XcallPointSpec> out;
-  auto add = [&](int c, LoadLevel l, std::uint64_t p, nanoseconds w) {
+  auto add = [&](int c, LoadLevel l, std::uint64_t p, nanoseconds w, std::size_t busy, std::size_t callers) {
     for (const auto& s : out) {
-      if (s.case_id == c && s.load == l && s.payload == p && s.work == w) return;
+      if (s.case_id == c && s.load == l && s.payload == p && s.work == w && s.busy_threads == busy &&
+          s.callers == callers) {
+        return;
+      }
     }
-    out.push_back({c, l, p, w});
+    out.push_back({c, l, p, w, busy, callers});
   };
   const bool has_idle = std::find(o.loads.begin(), o.loads.end(), LoadLevel::idle) != o.loads.end();
   const std::uint64_t sweep_payload = std::find(o.payloads.begin(), o.payloads.end(), 10u) != o.payloads.end()
@@ -634,11 +900,15 @@ std::vector<XcallPointSpec> plan_points(const XcallOptions& o) {
                                           : *std::min_element(o.payloads.begin(), o.payloads.end());
   // Group by load, in the order the loads were given, so every load phase starts and stops once.
   for (LoadLevel l : o.loads) {
-    for (int c : o.cases) {
-      for (std::uint64_t p : o.payloads) {
-        const bool wanted = o.full_matrix || p == sweep_payload || (l == LoadLevel::idle && has_idle);
-        if (!wanted) continue;
-        for (nanoseconds w : o.works) add(c, l, p, w);
+    for (std::size_t busy : o.busy_threads) {
+      for (std::size_t callers : o.callers) {
+        for (int c : o.cases) {
+          for (std::uint64_t p : o.payloads) {
+            const bool wanted = o.full_matrix || p == sweep_payload || (l == LoadLevel::idle && has_idle);
+            if (!wanted) continue;
+            for (nanoseconds w : o.works) add(c, l, p, w, busy, callers);
+          }
+        }
       }
     }
   }
@@ -655,7 +925,8 @@ std::size_t calls_per_point(const XcallOptions& options, LoadLevel load) {
 void apply_load_model(std::vector<XcallPoint>& points, const std::vector<LoadInfo>& loads) {
   for (XcallPoint& p : points) {
     if (p.load == "idle") continue;
-    const XcallPoint* idle = find_point(points, p.case_id, "idle", p.payload, p.work_ns, p.hot, p.host);
+    const XcallPoint* idle = find_point(points, p.case_id, "idle", p.payload, p.work_ns, p.hot, p.host, p.callers,
+                                        p.busy_threads, p.implementation);
     const auto info = std::find_if(loads.begin(), loads.end(),
                                    [&](const LoadInfo& l) { return l.load == p.load && l.host == p.host; });
     if (idle == nullptr || info == loads.end()) continue;
@@ -748,6 +1019,39 @@ XcallReport run_xcall(const XcallOptions& options, Progress& progress) {
   }
   apply_load_model(report.points, report.loads);
   return report;
+}
+
+struct BackgroundRun::State {
+  std::size_t processes = 0;
+  int nice = 15;
+  Clock::time_point start;
+  std::optional<BackgroundBurn> burn;
+};
+
+BackgroundRun::BackgroundRun(const XcallOptions& options) : state_(std::make_unique<State>()) {
+  if (options.background_burn == 0) return;
+  state_->processes = options.background_burn;
+  state_->nice = options.background_nice;
+  state_->start = Clock::now();
+  try {
+    state_->burn.emplace(options.background_burn, options.background_nice);
+  } catch (const std::runtime_error& e) {
+    throw RunError(e.what());
+  }
+}
+
+BackgroundRun::~BackgroundRun() = default;  // BackgroundBurn's destructor kills and reaps what is left
+
+std::optional<BackgroundInfo> BackgroundRun::finish() {
+  if (!state_->burn) return std::nullopt;
+  BackgroundInfo info;
+  info.processes = state_->processes;
+  info.nice = state_->nice;
+  info.cpu_s = state_->burn.value().stop();
+  info.wall_s = std::chrono::duration<double>(Clock::now() - state_->start).count();
+  info.autogroup = sched_autogroup_enabled();
+  state_->burn.reset();
+  return info;
 }
 
 }  // namespace xthread_lab

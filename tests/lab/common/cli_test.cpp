@@ -68,7 +68,16 @@ INSTANTIATE_TEST_SUITE_P(
                       BadInput{"calls_zero", xcall({"--calls", "0"}), "--calls"},
                       BadInput{"calls_garbage", xcall({"--calls", "12x"}), "12x"},
                       BadInput{"load_fib_zero", xcall({"--load-fib", "0"}), "--load-fib"},
-                      BadInput{"load_fib_bad_level", xcall({"--load-fib", "extreme=20"}), "'extreme'"}),
+                      BadInput{"load_fib_bad_level", xcall({"--load-fib", "extreme=20"}), "'extreme'"},
+                      BadInput{"plain_under_load", xcall({"--impl", "xthread,plain", "--load", "idle,medium"}),
+                               "--impl: plain measures idle points only"},
+                      BadInput{"plain_hosted", xcall({"--impl", "plain", "--load", "idle", "--host", "uv"}),
+                               "--impl: plain has no main-loop host"},
+                      BadInput{"callers_with_priority_point", xcall({"--priority-point", "--callers", "2"}),
+                               "--callers: does not apply with --priority-point"},
+                      BadInput{"too_many_samples",
+                               xcall({"--calls", "1000000", "--callers", "1,8", "--repetitions", "2"}),
+                               "--repetitions: --calls x --callers x --repetitions = 16000000"}),
     [](const ::testing::TestParamInfo<BadInput>& param_info) { return std::string(param_info.param.name); });
 
 TEST(CliError, UnwritableOutIsRejectedBeforeMeasuring) {
@@ -122,6 +131,44 @@ TEST(Cli, CsvHasOneRowPerPoint) {
   EXPECT_EQ(rows[1].rfind("xthread,1,idle,10,0,false,5,", 0), 0u) << rows[1];
 }
 
+// Issue #25: the plain contender, busy threads, several callers and repetitions in every output.
+TEST(Cli, ContendersAndConditionsInEveryFormat) {
+  const std::vector<std::string> plan = {
+      "--case",          "1,3", "--load",    "idle", "--payload",     "10", "--impl", "xthread,plain",
+      "--oversubscribe", "0,1", "--callers", "2",    "--repetitions", "2",  "--gap",  "0-20us"};
+  auto csv_args = xcall(plan);
+  csv_args.insert(csv_args.end(), kTiny.begin(), kTiny.end());
+  csv_args.insert(csv_args.end(), {"--format", "csv"});
+  const auto csv = run_bench(csv_args);
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  const auto rows = lines(csv.out);
+  ASSERT_EQ(rows.size(), 1u + 2u * 2u * 2u) << csv.out;  // 2 contenders x 2 cases x 2 busy-thread counts
+  EXPECT_NE(rows[0].find(",callers,busy_threads,repetitions,rep_p50_median_us,rep_p99_median_us,"
+                         "rep_cpu_us_per_call_median,busy_cpu_share"),
+            std::string::npos)
+      << rows[0];
+  EXPECT_EQ(rows[1].rfind("xthread,1,idle,10,0,false,20,", 0), 0u)
+      << "5 calls x 2 callers x 2 repetitions: " << rows[1];
+  EXPECT_EQ(rows[2].rfind("plain,1,idle,10,0,false,20,", 0), 0u) << rows[2];
+
+  TempDir tmp;
+  const auto out = tmp.path() / "run";
+  auto table_args = xcall(plan);
+  table_args.insert(table_args.end(), kTiny.begin(), kTiny.end());
+  table_args.insert(table_args.end(), {"--out", out.string()});
+  const auto table = run_bench(table_args);
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  for (const char* heading : {"(f) contenders and conditions", "(g) case 3 (caller -> worker -> main) against case 1",
+                              "p50/xt", "c3/c1", "busy got"}) {
+    EXPECT_NE(table.out.find(heading), std::string::npos) << heading << "\n" << table.out;
+  }
+  if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(out / "xcall_contenders.png"));
+    EXPECT_FALSE(std::filesystem::exists(out / "xcall_load.png"))
+        << "the study's charts show its own condition only (one caller, no busy threads): none here";
+  }
+}
+
 TEST(Cli, OutWritesResultsAndCharts) {
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") != 0) {
     GTEST_SKIP() << "/usr/bin/python3 with matplotlib (Debian python3-matplotlib) is not installed";
@@ -139,7 +186,7 @@ TEST(Cli, OutWritesResultsAndCharts) {
   }
   std::ifstream in(out / "results.json");
   const auto doc = nlohmann::json::parse(in);
-  EXPECT_EQ(doc.at("schema"), "xthread-bench/xcall/1");
+  EXPECT_EQ(doc.at("schema"), "xthread-bench/xcall/2");
   EXPECT_EQ(doc, nlohmann::json::parse(r.out)) << "stdout JSON and results.json are the same document";
   for (const auto& entry : std::filesystem::directory_iterator(out)) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << "leftover " << entry.path();

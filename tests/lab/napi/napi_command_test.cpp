@@ -183,7 +183,8 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "") << "--quiet and a successful run print nothing on stderr";
   const json doc = json::parse(r.out);
-  EXPECT_EQ(doc.at("schema"), "xthread-bench/napi/1");
+  EXPECT_EQ(doc.at("schema"), "xthread-bench/napi/2");
+  EXPECT_TRUE(doc.at("background").is_null()) << "no --background-burn";
   EXPECT_EQ(doc.at("config").at("seed"), 7);
   EXPECT_TRUE(doc.at("node_machine").at("node").is_string());
   EXPECT_TRUE(doc.at("loads").at("node-api").is_array());
@@ -193,7 +194,7 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
   EXPECT_EQ(doc.at("reference").at("load_mean_us").at("1").at("idle"), 795);
   EXPECT_TRUE(doc.at("load_check").is_array());
   EXPECT_TRUE(doc.at("load_check").empty()) << "an idle-only run has no loaded level to check";
-  const auto points = xthread_lab::read_xcall_points(doc);  // every point is an xcall/1 Point
+  const auto points = xthread_lab::read_xcall_points(doc);  // every point is an xcall Point
   ASSERT_EQ(points.size(), 3u);
   std::set<std::string> impls;
   for (const auto& p : points) {
@@ -209,6 +210,42 @@ TEST(NapiRun, TinyRunHasBothImplementations) {
     EXPECT_GT(*p.cpu_us_per_call, 0) << p.implementation;
   }
   EXPECT_EQ(impls, (std::set<std::string>{"node-api-raw", "node-api", "xthread"}));
+}
+
+// Issue #25: --background-burn covers both halves and the document says what the burners did.
+TEST(NapiRun, TinyRunBesideBackgroundBurn) {
+  SKIP_WITHOUT_NODE();
+  const auto r = run_bench(napi({"--case",
+                                 "1,3",
+                                 "--load",
+                                 "idle",
+                                 "--payload",
+                                 "10",
+                                 "--calls",
+                                 "20",
+                                 "--warmup",
+                                 "2",
+                                 "--floor-round-trips",
+                                 "50",
+                                 "--seed",
+                                 "7",
+                                 "--background-burn",
+                                 "1",
+                                 "--background-nice",
+                                 "19",
+                                 "--format",
+                                 "json",
+                                 "--quiet"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json doc = json::parse(r.out);
+  const json& b = doc.at("background");
+  ASSERT_TRUE(b.is_object()) << doc.dump().substr(0, 400);
+  EXPECT_EQ(b.at("processes"), 1);
+  EXPECT_EQ(b.at("nice"), 19);
+  EXPECT_GT(b.at("wall_s").get<double>(), 0);
+  EXPECT_GE(b.at("cpu_s").get<double>(), 0);
+  EXPECT_EQ(doc.at("config").at("background_burn"), 1);
+  EXPECT_EQ(xthread_lab::read_xcall_points(doc).size(), 6u) << "3 implementations x cases 1 and 3";
 }
 
 // Items 1 and 2 of issue #10: both sides run the same load, on target, and the JSON says so. A machine

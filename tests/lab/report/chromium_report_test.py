@@ -128,12 +128,12 @@ def check(page, napi):
             problems.append(message)
 
     tables = ["machine", "xcall-load", "xcall-payload", "xcall-phases", "xcall-loads", "xcall-floors",
-              "pool-eterfree-runs", "pool-eterfree", "pool-summary", "pool-goals", "pool-calibration", "micro",
-              "run-commands"]
+              "xcall-case-ratios", "pool-eterfree-runs", "pool-eterfree", "pool-summary", "pool-goals",
+              "pool-calibration", "micro", "run-commands"]
     charts = ["chart-xcall-xcall_load", "chart-xcall-xcall_payload", "chart-xcall-xcall_cdf",
               "chart-pool-pool_throughput", "chart-pool-pool_efficiency"]
     if napi:
-        tables += ["napi-load", "napi-payload", "napi-phases", "napi-loads", "napi-floors"]
+        tables += ["napi-load", "napi-payload", "napi-phases", "napi-loads", "napi-floors", "napi-case-ratios"]
         charts += ["chart-napi-xcall_load", "chart-napi-xcall_payload", "chart-napi-xcall_cdf"]
     expect(sorted(page["tables"]) == sorted(tables),
            f"tables: expected {sorted(tables)}, the page has {sorted(page['tables'])}")

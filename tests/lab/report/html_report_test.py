@@ -163,6 +163,35 @@ class HtmlReportTest(unittest.TestCase):
         self.assertIn("1.50×", load_table)
         self.assertIn("15.0", load_table)
 
+    def test_contenders_and_conditions_get_their_tables_and_stay_out_of_the_study_tables(self):
+        doc = xcall_doc()
+        doc["schema"] = "xthread-bench/xcall/2"
+        idle10 = [p for p in doc["points"] if p["load"] == "idle" and p["payload"] == 10 and p["case"] in (1, 3)]
+        extra = []
+        for p in idle10:
+            for impl, factor in (("xthread", 40.0), ("plain", 2.0)):
+                q = dict(p, implementation=impl, callers=4, busy_threads=2,
+                         total_us=summary(p["total_us"]["mean"] * factor), cpu_us_per_call=factor,
+                         busy_cpu_share=0.5,
+                         repetitions=[{"calls": 1, "total_us": summary(p["total_us"]["mean"] * factor),
+                                       "cpu_us_per_call": factor}] * 3)
+                extra.append(q)
+        doc["points"] += extra
+        doc["background"] = {"processes": 2, "nice": 15, "wall_s": 3.0, "cpu_s": 0.5, "autogroup": True}
+        self.dir.write("xcall/results.json", doc)
+        self.dir.run_json("quick", [("xcall", 0, "")])
+        _, body = section(self.dir.page(), "xcall")
+        contenders = re.search(r'<table id="xcall-contenders".*?</table>', body, re.S).group(0)
+        self.assertIn("plain (mutex + condition variable)", contenders)
+        self.assertIn("0.0500×", contenders)  # plain / xthread, same condition: 2 / 40
+        self.assertIn("50 %", contenders)  # what the busy threads got
+        ratios = re.search(r'<table id="xcall-case-ratios".*?</table>', body, re.S).group(0)
+        self.assertIn("3.00×", ratios)  # case 3 / case 1 of every condition: 30 / 10
+        load_table = re.search(r'<table id="xcall-load".*?</table>', body, re.S).group(0)
+        self.assertNotIn("plain", load_table)
+        self.assertNotIn("callers", load_table)
+        self.assertIn("2 busy background processes at nice 15", body)
+
     def test_failed_part_and_earlier_part_are_labelled(self):
         self.dir.write("xcall/results.json", xcall_doc())
         self.dir.run_json("full", [("xcall", 0, "")])

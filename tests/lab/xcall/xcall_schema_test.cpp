@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The JSON written by `xthread-bench xcall --format json` follows docs/results-schema.md
-// ("xthread-bench/xcall/1"), and read_xcall_points / render_combined_table accept it.
+// ("xthread-bench/xcall/2"), and read_xcall_points / render_combined_table accept it.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -43,7 +43,7 @@ json* XcallSchema::doc_ = nullptr;
 TEST_F(XcallSchema, TopLevel) {
   ASSERT_NE(doc_, nullptr);
   const json& d = *doc_;
-  EXPECT_EQ(d.at("schema"), "xthread-bench/xcall/1");
+  EXPECT_EQ(d.at("schema"), "xthread-bench/xcall/2");
   for (const char* k : {"machine", "config", "floors", "reference", "run"}) {
     ASSERT_TRUE(d.contains(k)) << k;
     EXPECT_TRUE(d.at(k).is_object()) << k;
@@ -92,6 +92,13 @@ TEST_F(XcallSchema, Points) {
     EXPECT_TRUE(p.at("work_ns").is_number_integer());
     EXPECT_TRUE(p.at("hot").is_boolean());
     EXPECT_EQ(p.at("calls"), 8);
+    EXPECT_EQ(p.at("callers"), 1);
+    EXPECT_EQ(p.at("busy_threads"), 0);
+    EXPECT_TRUE(p.at("busy_cpu_share").is_null()) << "no busy threads";
+    ASSERT_EQ(p.at("repetitions").size(), 1u) << "one repetition by default";
+    EXPECT_EQ(p.at("repetitions")[0].at("calls"), 8);
+    expect_summary(p.at("repetitions")[0].at("total_us"), "repetitions[0].total_us");
+    EXPECT_EQ(p.at("repetitions")[0].at("cpu_us_per_call"), p.at("cpu_us_per_call")) << "one repetition: the same";
     for (const char* k : {"total_us", "schedule_us", "execute_us", "notify_us"}) expect_summary(p.at(k), k);
     EXPECT_TRUE(p.at("ratio_to_futex_floor").is_number());
     ASSERT_TRUE(p.at("cpu_us_per_call").is_number());
@@ -160,6 +167,36 @@ TEST_F(XcallSchema, HostIsOptionalAndChecked) {
     FAIL() << "accepted a number as host";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("'host'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(XcallSchema, ContenderKeysAreOptionalAndChecked) {
+  ASSERT_NE(doc_, nullptr);
+  const json& c = doc_->at("config");
+  EXPECT_EQ(c.at("impls"), json::array({"xthread"}));
+  EXPECT_EQ(c.at("repetitions"), 1);
+  EXPECT_EQ(c.at("busy_threads"), json::array({0}));
+  EXPECT_EQ(c.at("callers"), json::array({1}));
+  EXPECT_EQ(c.at("background_burn"), 0);
+  EXPECT_TRUE(doc_->at("background").is_null());
+  json point = doc_->at("points")[0];
+  for (const char* k : {"callers", "busy_threads", "busy_cpu_share", "repetitions"})
+    point.erase(k);  // an xcall/1 point
+  const auto v1 = xthread_lab::read_xcall_points(json::array({point}));
+  EXPECT_EQ(v1[0].callers, 1u);
+  EXPECT_EQ(v1[0].busy_threads, 0u);
+  EXPECT_TRUE(v1[0].repetitions.empty());
+  EXPECT_FALSE(xthread_lab::repetition_median(v1[0], &xthread_lab::Summary::p50));
+  for (const auto& [key, bad] : {std::pair{"callers", json(0)}, std::pair{"busy_threads", json(-1)},
+                                 std::pair{"busy_cpu_share", json("most")}, std::pair{"repetitions", json(3)}}) {
+    json broken = point;
+    broken[key] = bad;
+    try {
+      xthread_lab::read_xcall_points(json::array({broken}));
+      ADD_FAILURE() << "accepted " << key << " = " << bad.dump();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + key + "'"), std::string::npos) << e.what();
+    }
   }
 }
 
