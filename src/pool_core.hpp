@@ -19,6 +19,7 @@
 #include "pool_lifecycle.hpp"
 #include "pool_shard.hpp"
 #include "pool_wake.hpp"
+#include "xthread/detail/helping.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/task_queue.hpp"
 #include "xthread/detail/thread_annotations.hpp"
@@ -63,6 +64,12 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   /// waits until closed.
   std::size_t shutdown(Shutdown mode);
 
+  /// A helping wait on a worker of this pool (detail::help_until, which checks the thread): runs tasks
+  /// of this pool until target.done() or `deadline`. See docs/thread-pool.md, "Helping waits".
+  HelpResult help(const HelpTarget& target, SteadyClock::time_point deadline) noexcept;
+  /// See detail::wake_helpers.
+  void wake_helpers() noexcept { wake_.wake_helpers(); }
+
  private:
   // Every private member function is `inline`, defined and used in pool_core.cpp only: GCC then inlines
   // them as it did when they were defined in the class (the per-task path: claim, claimable and sleep
@@ -100,6 +107,16 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   inline void wait_until_started(std::uint32_t spawned) noexcept;
   /// True when this worker may poll for work before sleeping (then it must call stop_polling).
   inline bool start_polling() noexcept;
+  /// A helping wait's claim: its own shard's newest task, else (if `steal`) the oldest of another
+  /// shard, one task per lock, never while paused or dropping (the same barrier as claim()).
+  inline bool take_for_helper(Worker& self, PoolTask& task, bool steal);
+  /// Runs a task a helping wait took, as the worker loop runs one (on_error, completed).
+  inline void run_helped(Worker& self, PoolTask& task) noexcept;
+  /// Spins briefly, then sleeps until the wait is over, work it may take is there, or `deadline`.
+  inline void idle_help(Worker& self, const HelpTarget& target, SteadyClock::time_point deadline, bool steal,
+                        bool& slept);
+  /// True when every live worker is a helper past the nesting bound (then those may take any task).
+  inline bool every_worker_bounded() const noexcept;
   inline void worker_main(Worker* self);
   inline bool wait_idle_until(SteadyClock::time_point deadline);
   inline bool idle_locked() const XTHREAD_REQUIRES(mutex_);
@@ -130,6 +147,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
   std::atomic<std::size_t> live_workers_{0};  // mirror of workers_.size()
   std::atomic<std::uint32_t> started_{0};     // workers that finished on_thread_start (futex word)
+  std::atomic<std::size_t> bounded_helpers_{0};  // helping waits past the nesting bound (see help())
 
   // Control path.
   mutable Mutex mutex_;
