@@ -251,9 +251,8 @@ TEST(ThreadPoolHelping, PauseHoldsBackHelpersAndResumeFinishesTheTree) {
   xthread::Future<long> root = pool.submit([&] { return fib(20); });
   // Paused by the 200th task. Every worker asleep: each is in a helping wait (a task that started
   // before pause() returned ends in a wait too, as no task body here runs long).
-  ASSERT_TRUE(xthread_test::eventually([&] {
-    return started.load() >= 200 && xthread_test::all_threads_sleeping("help-pause");
-  }));
+  ASSERT_TRUE(xthread_test::eventually(
+      [&] { return started.load() >= 200 && xthread_test::all_threads_sleeping("help-pause"); }));
   const std::uint64_t started_paused = started.load();
   const std::size_t pending_paused = pool.stats().pending;
   EXPECT_EQ(submitted.load(), started_paused + pending_paused);  // nothing in flight: queued or started
@@ -284,8 +283,8 @@ TEST(ThreadPoolHelping, ShutdownDropEndsHelpingWaitsWithClosedErrorAndCountsExac
     std::atomic<std::uint64_t> submitted{0};
     const SubmitFib fib{pool, started, submitted, 100};
     xthread::Future<long> root = pool.submit([&] { return fib(20); });
-    ASSERT_TRUE(xthread_test::eventually(
-        [&] { return started.load() >= 100 && xthread_test::all_threads_sleeping(name); }));
+    ASSERT_TRUE(
+        xthread_test::eventually([&] { return started.load() >= 100 && xthread_test::all_threads_sleeping(name); }));
     const std::uint64_t started_before = started.load();
     const std::size_t pending_before = pool.stats().pending;
     ASSERT_EQ(submitted.load(), started_before + pending_before);
@@ -313,8 +312,8 @@ TEST(ThreadPoolHelping, ShutdownDrainFinishesATreeWhoseHelpersWait) {
     std::atomic<std::uint64_t> submitted{0};
     const SubmitFib fib{pool, started, submitted, 100};  // paused: drain runs paused tasks too
     xthread::Future<long> root = pool.submit([&] { return fib(18); });
-    ASSERT_TRUE(xthread_test::eventually(
-        [&] { return started.load() >= 100 && xthread_test::all_threads_sleeping(name); }));
+    ASSERT_TRUE(
+        xthread_test::eventually([&] { return started.load() >= 100 && xthread_test::all_threads_sleeping(name); }));
     const std::uint64_t submitted_before = submitted.load();
     ASSERT_EQ(submitted_before, started.load() + pool.stats().pending);
     {

@@ -155,9 +155,8 @@ class FutureState {
   static void help_unpark(void* state) noexcept {
     std::uint32_t expected = kHelperParked;
     // acquire on failure: the producer published (kReady), and its outcome must be visible.
-    (void)static_cast<FutureState*>(state)->word_.compare_exchange_strong(expected, kEmpty,
-                                                                           std::memory_order_acq_rel,
-                                                                           std::memory_order_acquire);
+    (void)static_cast<FutureState*>(state)->word_.compare_exchange_strong(expected, kEmpty, std::memory_order_acq_rel,
+                                                                          std::memory_order_acquire);
   }
 
   /// Future side, when it lets go of an unconsumed state (destructor).

@@ -61,9 +61,9 @@ class TaskGroup {
   /// cancelled or the pool shut down before it started. Throws (std::bad_alloc) with nothing added.
   template <class F, class... A>
   [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    auto [task, future] = detail::make_submitted_call(
-        state_->pool, "the task was cancelled or its pool shut down before it ran", std::forward<F>(f),
-        std::forward<A>(args)...);
+    auto [task, future] =
+        detail::make_submitted_call(state_->pool, "the task was cancelled or its pool shut down before it ran",
+                                    std::forward<F>(f), std::forward<A>(args)...);
     (void)add(std::move(task), false);
     return std::move(future);
   }

@@ -86,58 +86,57 @@ TEST(ThreadPoolHelpingStress, ForkJoinTreesAgainstPauseDropAndDrainKeepTheLedger
   xthread_stress::Watchdog watchdog("pool helping");
   std::uint64_t drops = 0;
   std::uint64_t dropped_tasks = 0;
-  xthread_stress::run_rounds(
-      "pool helping: fork-join vs pause/drop/drain", xthread_stress::Limits::scaled(1'500), watchdog,
-      [&](std::uint64_t round) {
-        const std::size_t workers = kWorkerCounts[round % 4];
-        const bool use_group = (round / 4) % 2 == 1;
-        const auto race = static_cast<Race>((round / 8) % 4);
-        const int n = 10 + static_cast<int>(round % 5);
-        auto pool = std::make_unique<xthread::ThreadPool>(workers);
-        Ledger ledger;
-        std::atomic<bool> root_ran{false};
-        xthread::Future<long> root = pool->submit([&] {
-          root_ran = true;
-          return use_group ? group_fib(*pool, ledger, n) : submit_fib(*pool, ledger, n);
-        });
-        std::size_t dropped = 0;
-        bool closed = false;
-        if (race == Race::pause) {
-          for (std::uint64_t i = 0; i < 1 + round % 7; ++i) {
-            pool->pause();
-            std::this_thread::yield();
-            pool->resume();
-          }
-        } else if (race == Race::drop || race == Race::drain) {
+  xthread_stress::run_rounds("pool helping: fork-join vs pause/drop/drain", xthread_stress::Limits::scaled(1'500),
+                             watchdog, [&](std::uint64_t round) {
+    const std::size_t workers = kWorkerCounts[round % 4];
+    const bool use_group = (round / 4) % 2 == 1;
+    const auto race = static_cast<Race>((round / 8) % 4);
+    const int n = 10 + static_cast<int>(round % 5);
+    auto pool = std::make_unique<xthread::ThreadPool>(workers);
+    Ledger ledger;
+    std::atomic<bool> root_ran{false};
+    xthread::Future<long> root = pool->submit([&] {
+      root_ran = true;
+      return use_group ? group_fib(*pool, ledger, n) : submit_fib(*pool, ledger, n);
+    });
+    std::size_t dropped = 0;
+    bool closed = false;
+    if (race == Race::pause) {
+      for (std::uint64_t i = 0; i < 1 + round % 7; ++i) {
+        pool->pause();
+        std::this_thread::yield();
+        pool->resume();
+      }
+    } else if (race == Race::drop || race == Race::drain) {
           // Let the tree get going for a while (bounded), then shut down under it.
-          for (std::uint64_t i = 0; i < round % 64 && ledger.ran.load() < 50; ++i) std::this_thread::yield();
-          dropped = pool->shutdown(race == Race::drop ? xthread::Shutdown::drop : xthread::Shutdown::drain);
-          closed = true;
-        }
-        try {
-          ASSERT_EQ(root.get(), kFib[n]) << "round " << round;
-        } catch (const xthread::ClosedError&) {  // the root itself dropped before it started
-          ASSERT_TRUE(closed) << "round " << round;
-          ASSERT_FALSE(root_ran.load()) << "round " << round;
-        } catch (const xthread::NestedClosedError&) {  // a subtree cut by the shutdown
-          ASSERT_TRUE(closed) << "round " << round;
-        }
-        if (!closed) pool->wait_idle();
-        const xthread::ThreadPool::Stats stats = pool->stats();
-        ASSERT_EQ(stats.pending, 0u) << "round " << round;
-        pool.reset();  // joins: every callable is destroyed by now
-        const std::uint64_t ran = ledger.ran.load();
-        ASSERT_EQ(ran + ledger.unrun.load(), ledger.made.load()) << "a task ran twice or was lost, round " << round;
-        ASSERT_LE(dropped, ledger.unrun.load() + (root_ran.load() ? 0 : 1)) << "round " << round;
-        ASSERT_EQ(stats.completed, ran + (root_ran.load() ? 1 : 0)) << "round " << round;
-        if (!closed) {
-          ASSERT_EQ(ledger.unrun.load(), 0u) << "round " << round;
-        }
-        if (race == Race::drop) {
-          ++drops;
-          dropped_tasks += dropped;
-        }
-      });
+      for (std::uint64_t i = 0; i < round % 64 && ledger.ran.load() < 50; ++i) std::this_thread::yield();
+      dropped = pool->shutdown(race == Race::drop ? xthread::Shutdown::drop : xthread::Shutdown::drain);
+      closed = true;
+    }
+    try {
+      ASSERT_EQ(root.get(), kFib[n]) << "round " << round;
+    } catch (const xthread::ClosedError&) {  // the root itself dropped before it started
+      ASSERT_TRUE(closed) << "round " << round;
+      ASSERT_FALSE(root_ran.load()) << "round " << round;
+    } catch (const xthread::NestedClosedError&) {  // a subtree cut by the shutdown
+      ASSERT_TRUE(closed) << "round " << round;
+    }
+    if (!closed) pool->wait_idle();
+    const xthread::ThreadPool::Stats stats = pool->stats();
+    ASSERT_EQ(stats.pending, 0u) << "round " << round;
+    pool.reset();  // joins: every callable is destroyed by now
+    const std::uint64_t ran = ledger.ran.load();
+    ASSERT_EQ(ran + ledger.unrun.load(), ledger.made.load()) << "a task ran twice or was lost, round " << round;
+    ASSERT_LE(dropped, ledger.unrun.load() + (root_ran.load() ? 0 : 1)) << "round " << round;
+    ASSERT_EQ(stats.completed, ran + (root_ran.load() ? 1 : 0)) << "round " << round;
+    if (!closed) {
+      ASSERT_EQ(ledger.unrun.load(), 0u) << "round " << round;
+    }
+    if (race == Race::drop) {
+      ++drops;
+      dropped_tasks += dropped;
+    }
+  });
   std::printf("pool helping: %llu drops took %llu unstarted tasks\n", static_cast<unsigned long long>(drops),
               static_cast<unsigned long long>(dropped_tasks));
 }
