@@ -273,6 +273,7 @@ void PoolCore::worker_main(Worker* self) {
   name_thread(self->index);
   run_hook(on_thread_start_, self->index, "ThreadPool on_thread_start");
   current_worker = self;  // only now: no task runs inside a hook, not even a helping wait's
+  helping_pool = this;
   // release: the constructor (or resize) that waits for this count sees the hook's effects.
   started_.fetch_add(1, std::memory_order_release);
   futex_wake_all(started_);
@@ -319,6 +320,7 @@ void PoolCore::worker_main(Worker* self) {
   // the wake on. (shutdown's workers leave only when nothing is claimable.)
   if (claimable()) wake_.wake_one_if_sleeping();
   current_worker = nullptr;
+  helping_pool = nullptr;
   run_hook(on_thread_stop_, self->index, "ThreadPool on_thread_stop");
   current_pool = nullptr;
   self->exited.store(true, std::memory_order_release);

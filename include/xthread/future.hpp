@@ -97,7 +97,7 @@ class FutureState {
   /// Future side: blocks until ready or `deadline` (time_point::max(): forever). True when ready.
   bool wait_until(SteadyClock::time_point deadline) noexcept {
     if (ready()) return true;
-    if (pool_ != nullptr) {  // on a worker of the producing pool: run its tasks while waiting
+    if (pool_ != nullptr && pool_ == helping_pool) {  // on a worker of the producing pool: help
       const HelpTarget target{&help_done, &help_park, &help_unpark, this};
       const HelpResult helped = help_until(pool_, target, deadline);
       if (helped != HelpResult::not_a_worker) return helped == HelpResult::done;

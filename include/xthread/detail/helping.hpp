@@ -26,6 +26,10 @@ struct HelpTarget {
   void* target;
 };
 
+/// The pool this thread is a worker of, outside its thread hooks (set by the pool's worker loop), else
+/// null: lets a wait on any other thread skip the call to help_until() (the round trip's path).
+inline thread_local PoolCore* helping_pool = nullptr;
+
 /// How help_until() ended.
 enum class HelpResult : unsigned char {
   not_a_worker,  ///< this thread is not a worker of the pool: nothing done, block as usual
