@@ -44,7 +44,8 @@ inline AdaptiveSpin& future_spin() noexcept {
 ///
 /// word_: kEmpty → kReady (producer published), kEmpty → kWaiterParked (the Future's thread is about
 /// to sleep or slept and timed out), kEmpty/kWaiterParked → kAbandoned (the Future was destroyed
-/// unconsumed), kEmpty/kWaiterParked ⇄ kHelperParked (a helping wait sleeps in the pool, see pool()). The producer's exchange to kReady and the Future's exchange to kAbandoned meet exactly
+/// unconsumed), kEmpty/kWaiterParked ⇄ kHelperParked (a helping wait sleeps in the pool, see
+/// set_pool()). The producer's exchange to kReady and the Future's exchange to kAbandoned meet exactly
 /// once: the second one frees the state (destroy(): `delete this` unless a derived state recycles its
 /// memory, as ThreadSafeFunction::call does).
 template <class R>
