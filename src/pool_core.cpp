@@ -21,6 +21,7 @@ constexpr std::size_t kMaxShards = 64;
 
 thread_local PoolCore* current_pool = nullptr;  // the pool whose worker this thread is
 thread_local std::size_t current_home = 0;       // the current worker's shard (valid with current_pool)
+thread_local void* current_worker = nullptr;     // its PoolCore::Worker, outside the hooks (helping)
 // Where an outside producer posts next (see producer_shard()).
 thread_local std::size_t producer_cursor = first_producer_cursor();
 }  // namespace
@@ -70,6 +71,11 @@ bool PoolCore::enqueue(PoolTask&& task) {
 }
 
 bool PoolCore::in_worker_thread() const noexcept { return current_pool == this; }
+
+PoolCore::Worker* PoolCore::calling_worker(const PoolCore* pool) noexcept {
+  // Only compared: `pool` may dangle when this thread is not one of its workers.
+  return pool != nullptr && current_pool == pool ? static_cast<Worker*>(current_worker) : nullptr;
+}
 
 void PoolCore::resize(std::size_t threads) {
   if (threads == 0) throw std::invalid_argument("xthread::ThreadPool::resize: need at least one thread");
@@ -192,18 +198,6 @@ std::size_t PoolCore::pick_shard() noexcept {
   return producer_shard(producer_cursor, shard_count_);
 }
 
-std::size_t PoolCore::pending() const noexcept {
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < shard_count_; ++i) total += shards_[i].unstarted();
-  return total;
-}
-
-bool PoolCore::claimable() const noexcept {
-  // seq_cst: the load half of the Dekker pairs in sleep() and wait_idle_until().
-  if (paused_.load(std::memory_order_seq_cst) || dropping_.load(std::memory_order_seq_cst)) return false;
-  return pending() != 0;
-}
-
 void PoolCore::lock_every_shard_once() {
   for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].pass_barrier();
 }
@@ -263,6 +257,8 @@ void PoolCore::worker_main(Worker* self) {
   current_home = self->home;
   name_thread(self->index);
   run_hook(on_thread_start_, self->index, "ThreadPool on_thread_start");
+  current_worker = self;  // only now: no task runs inside a hook, not even a helping wait's
+  helping_pool = this;
   // release: the constructor (or resize) that waits for this count sees the hook's effects.
   started_.fetch_add(1, std::memory_order_release);
   futex_wake_all(started_);
@@ -308,6 +304,8 @@ void PoolCore::worker_main(Worker* self) {
   // A producer may have skipped its wake because we were polling when resize() retired us: hand
   // the wake on. (shutdown's workers leave only when nothing is claimable.)
   if (claimable()) wake_.wake_one_if_sleeping();
+  current_worker = nullptr;
+  helping_pool = nullptr;
   run_hook(on_thread_stop_, self->index, "ThreadPool on_thread_stop");
   current_pool = nullptr;
   self->exited.store(true, std::memory_order_release);
@@ -366,10 +364,6 @@ void PoolCore::collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finis
       ++it;
     }
   }
-}
-
-void PoolCore::report_error(std::exception_ptr error) noexcept {
-  detail::report_error(on_error_, std::move(error), "ThreadPool task", "ThreadPool on_error handler");
 }
 
 void PoolCore::run_hook(const std::function<void(std::size_t)>& hook, std::size_t index, const char* what) noexcept {

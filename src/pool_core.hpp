@@ -16,9 +16,11 @@
 #include <thread>
 #include <vector>
 
+#include "error_report.hpp"
 #include "pool_lifecycle.hpp"
 #include "pool_shard.hpp"
 #include "pool_wake.hpp"
+#include "xthread/detail/helping.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/task_queue.hpp"
 #include "xthread/detail/thread_annotations.hpp"
@@ -63,10 +65,23 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   /// waits until closed.
   std::size_t shutdown(Shutdown mode);
 
+  /// A helping wait on a worker of this pool (detail::help_until, which checks the thread): runs tasks
+  /// of this pool until target.done() or `deadline`. See docs/thread-pool.md, "Helping waits".
+  HelpResult help(const HelpTarget& target, SteadyClock::time_point deadline) noexcept;
+  /// True when the calling thread is a worker of `pool` outside its hooks (where a wait may help).
+  /// Only compares `pool`, which may dangle when this thread is not one of its workers.
+  static bool called_from_worker(const PoolCore* pool) noexcept { return calling_worker(pool) != nullptr; }
+  /// See detail::wake_helpers.
+  void wake_helpers() noexcept { wake_.wake_helpers(); }
+
  private:
-  // Every private member function is `inline`, defined and used in pool_core.cpp only: GCC then inlines
-  // them as it did when they were defined in the class (the per-task path: claim, claimable and sleep
-  // into worker_main).
+  // Every private member function is `inline`, defined and used in one .cpp only (pool_core.cpp, or
+  // pool_helping.cpp for the helping steps), or defined here: GCC then inlines them as it did when they
+  // were defined in the class (the per-task path: claim, claimable and sleep into worker_main).
+  struct Worker;
+  /// The calling thread's Worker when it is a worker of `pool` outside its hooks, else nullptr.
+  static Worker* calling_worker(const PoolCore* pool) noexcept;
+
   struct alignas(64) Worker {
     std::thread thread;
     std::size_t index = 0;
@@ -79,9 +94,18 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
 
   inline void check_not_own_worker(const char* what) const;
   inline std::size_t pick_shard() noexcept;
-  inline std::size_t pending() const noexcept;
+  // Used by pool_core.cpp and pool_helping.cpp, so defined here.
+  std::size_t pending() const noexcept {
+    std::size_t total = 0;
+    for (std::size_t i = 0; i < shard_count_; ++i) total += shards_[i].unstarted();
+    return total;
+  }
   /// True when a claim could succeed now.
-  inline bool claimable() const noexcept;
+  bool claimable() const noexcept {
+    // seq_cst: the load half of the Dekker pairs in sleep() and wait_idle_until().
+    if (paused_.load(std::memory_order_seq_cst) || dropping_.load(std::memory_order_seq_cst)) return false;
+    return pending() != 0;
+  }
   /// A barrier: every claim (under a ready lock) and every post (under an inbox lock) that started
   /// before it has finished, and every later one sees the flags stored before it.
   inline void lock_every_shard_once();
@@ -100,12 +124,24 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   inline void wait_until_started(std::uint32_t spawned) noexcept;
   /// True when this worker may poll for work before sleeping (then it must call stop_polling).
   inline bool start_polling() noexcept;
+  /// A helping wait's claim: its own shard's newest task, else (if `steal`) the oldest of another
+  /// shard, one task per lock, never while paused or dropping (the same barrier as claim()).
+  inline bool take_for_helper(Worker& self, PoolTask& task, bool steal);
+  /// Runs a task a helping wait took, as the worker loop runs one (on_error, completed).
+  inline void run_helped(Worker& self, PoolTask& task) noexcept;
+  /// Spins briefly, then sleeps until the wait is over, work it may take is there, or `deadline`.
+  inline void idle_help(Worker& self, const HelpTarget& target, SteadyClock::time_point deadline, bool steal,
+                        bool& slept);
+  /// True when every live worker is a helper past the nesting bound (then those may take any task).
+  inline bool every_worker_bounded() const noexcept;
   inline void worker_main(Worker* self);
   inline bool wait_idle_until(SteadyClock::time_point deadline);
   inline bool idle_locked() const XTHREAD_REQUIRES(mutex_);
   inline void grow_locked(std::size_t threads) XTHREAD_REQUIRES(mutex_);
   inline void collect_exited_locked(std::vector<std::unique_ptr<Worker>>& finished) XTHREAD_REQUIRES(mutex_);
-  inline void report_error(std::exception_ptr error) noexcept;
+  void report_error(std::exception_ptr error) noexcept {
+    detail::report_error(on_error_, std::move(error), "ThreadPool task", "ThreadPool on_error handler");
+  }
   inline void run_hook(const std::function<void(std::size_t)>& hook, std::size_t index, const char* what) noexcept;
   inline void name_thread(std::size_t index) const;
 
@@ -130,6 +166,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   alignas(64) std::atomic<std::uint32_t> idle_waiters_{0};
   std::atomic<std::size_t> live_workers_{0};  // mirror of workers_.size()
   std::atomic<std::uint32_t> started_{0};     // workers that finished on_thread_start (futex word)
+  std::atomic<std::size_t> bounded_helpers_{0};  // helping waits past the nesting bound (see help())
 
   // Control path.
   mutable Mutex mutex_;

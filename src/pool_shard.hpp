@@ -78,6 +78,25 @@ struct alignas(64) PoolShard {
     ready_count.store(ready.size(), std::memory_order_relaxed);
   }
 
+  /// A helping wait's claim on its own shard: takes the newest unstarted task (the inbox's last, else
+  /// the ready queue's last) into `task`, holding both locks for the inbox. False when both are empty.
+  bool pop_newest(PoolTask& task) XTHREAD_REQUIRES(ready_mutex) {
+    {
+      SpinLock lock(inbox_mutex);
+      if (!inbox.empty()) {
+        task = inbox.pop_back();
+        // seq_cst, as take_inbox: a task out of the inbox is a move (see unstarted()).
+        moved.store(moved.load(std::memory_order_relaxed) + 1, std::memory_order_seq_cst);
+        return true;
+      }
+    }
+    if (ready.empty()) return false;
+    task = ready.pop_back();
+    // relaxed: as pop_ready.
+    ready_count.store(ready.size(), std::memory_order_relaxed);
+    return true;
+  }
+
   /// Takes each lock once: every claim (under ready_mutex) and every post (under inbox_mutex) that
   /// started before has finished, and every later one sees what was stored before this call.
   void pass_barrier() XTHREAD_EXCLUDES(ready_mutex, inbox_mutex);

@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
 #include "xthread/detail/parking.hpp"
+#include "xthread/detail/saturating_time.hpp"
 
 namespace xthread::detail {
 
@@ -42,11 +44,17 @@ class alignas(64) PoolWake {
     if (prepare_wake()) notify_prepared();
   }
 
-  /// Wakes every sleeper (a state change: pause, resize, shutdown).
+  /// Wakes every sleeper (a state change: pause, resize, shutdown), restricted helpers included.
   void wake_all() noexcept {
     epoch_.fetch_add(1, std::memory_order_release);
     futex_wake_all(epoch_);
+    wake_restricted();
   }
+
+  /// Wakes every parked helping wait (a producer ended one, see detail::wake_helpers): helpers in
+  /// sleep_until() wait on the epoch with the sleeping workers, so those wake too (and, finding no
+  /// work, sleep again).
+  void wake_helpers() noexcept { wake_all(); }
 
   /// Sleeps until woken (or a spurious wake-up); returns at once when `ready()` (work or a state
   /// change) holds after registering as a sleeper, or a wake was on its way.
@@ -59,6 +67,28 @@ class alignas(64) PoolWake {
     if (!pending_wake && !ready()) futex_wait(epoch_, epoch);
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
     waking_.store(false, std::memory_order_relaxed);  // relaxed: whoever wakes searches every queue next
+  }
+
+  /// As sleep(), for a helping wait: also returns at `deadline` (time_point::max(): none). `ready()`
+  /// must include the wait being over. A registered sleeper: producers wake it for new work.
+  template <class Ready>
+  void sleep_until(Ready&& ready, SteadyClock::time_point deadline) {
+    const std::uint32_t epoch = epoch_.load(std::memory_order_acquire);
+    // seq_cst: as in sleep().
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    const bool pending_wake = waking_.exchange(false, std::memory_order_seq_cst);
+    if (!pending_wake && !ready()) futex_wait(epoch_, epoch, time_left(deadline));
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    waking_.store(false, std::memory_order_relaxed);  // relaxed: the helper searches every queue next
+  }
+
+  /// A helper past the nesting bound that may not take other workers' tasks: parks unregistered (a
+  /// producer never picks it to take new work, so no wake is lost on it) until wake_restricted() —
+  /// called by wake_all() and wake_helpers() — or `deadline`, unless `ready()` after reading the word.
+  template <class Ready>
+  void park_restricted(Ready&& ready, SteadyClock::time_point deadline) {
+    const std::uint32_t epoch = restricted_epoch_.load(std::memory_order_acquire);
+    if (!ready()) futex_wait(restricted_epoch_, epoch, time_left(deadline));
   }
 
   /// True when the caller may poll for work before sleeping (then it must call stop_polling()): at
@@ -89,6 +119,17 @@ class alignas(64) PoolWake {
   std::atomic<bool> waking_{false};     // a wake is on its way (prepared, not yet consumed by a sleeper)
   std::atomic<std::size_t> polling_{0};  // workers polling for work before they sleep
   std::atomic<std::uint32_t> epoch_{0};  // futex word sleeping workers wait on
+  std::atomic<std::uint32_t> restricted_epoch_{0};  // futex word of helpers in park_restricted()
+
+  void wake_restricted() noexcept {
+    restricted_epoch_.fetch_add(1, std::memory_order_release);
+    futex_wake_all(restricted_epoch_);
+  }
+
+  static std::chrono::nanoseconds time_left(SteadyClock::time_point deadline) noexcept {
+    if (deadline == SteadyClock::time_point::max()) return std::chrono::nanoseconds{-1};  // forever
+    return std::max(saturating_time_left(deadline, SteadyClock::now()), std::chrono::nanoseconds{0});
+  }
 };
 
 }  // namespace xthread::detail

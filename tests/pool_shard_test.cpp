@@ -59,6 +59,29 @@ TEST(PoolShard, RunsTasksInPostOrderAcrossSwapsAndCountsThem) {
   EXPECT_EQ(shard.moved.load(), 8u);
 }
 
+// pop_newest (a helping wait's claim on its own shard): the inbox's newest first, then the ready
+// queue's newest, and unstarted() stays exact after each take.
+TEST(PoolShard, PopNewestTakesTheInboxNewestThenTheReadyNewestAndKeepsTheCounts) {
+  PoolShard shard;
+  std::vector<int> ran;
+  for (int i = 0; i < 4; ++i) push(shard, ran, i);
+  ASSERT_TRUE(run_one(shard));                           // 0 runs; 1, 2, 3 are in the ready queue
+  for (int i = 4; i < 6; ++i) push(shard, ran, i);       // 4, 5 in the inbox
+  std::size_t left = 5;
+  while (true) {
+    PoolTask task;
+    {
+      SpinLock lock(shard.ready_mutex);
+      if (!shard.pop_newest(task)) break;
+    }
+    task();
+    EXPECT_EQ(shard.unstarted(), --left);
+  }
+  EXPECT_EQ(ran, (std::vector<int>{0, 5, 4, 3, 2, 1}));
+  EXPECT_TRUE(shard.looks_empty());
+  EXPECT_EQ(shard.moved.load(), shard.pushed.load());
+}
+
 TEST(PoolShard, TakeAllEmptiesBothQueuesAndCountsEveryUnstartedTask) {
   PoolShard shard;
   std::vector<int> ran;

@@ -103,18 +103,19 @@ TEST(TaskGroup, AfterShutdownPostFailsAndSubmitReportsClosed) {
   group.wait();
 }
 
-TEST(TaskGroup, WaitFromAWorkerOfThePoolIsALogicError) {
+// Promise (Thread rule): wait() on a worker of the pool helps — it runs the group's tasks (and any
+// other of the pool) there — instead of throwing, even on the pool's only worker.
+TEST(TaskGroup, WaitFromAWorkerOfThePoolHelps) {
   ThreadPool pool{1};
   TaskGroup group{pool};
-  xthread::Future<bool> refused = pool.submit([&] {
-    try {
-      group.wait();
-      return false;
-    } catch (const std::logic_error&) {
-      return true;
-    }
+  std::atomic<int> ran{0};
+  xthread::Future<int> waited = pool.submit([&] {
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(group.post([&] { ran.fetch_add(1); }));
+    group.wait();
+    return ran.load();
   });
-  EXPECT_TRUE(refused.get());
+  xthread_test::HangGuard guard("TaskGroup::wait on the pool's only worker");
+  EXPECT_EQ(waited.get(), 5);
 }
 
 TEST(TaskGroup, TasksMayAddMoreTasksToTheirGroup) {
@@ -173,21 +174,29 @@ TEST(TaskGroup, ShutdownDropSettlesEveryQueuedTaskOfTheGroup) {
   EXPECT_EQ(ran.load(), 0);
 }
 
-// Promise (destructor, Thread rule): ~TaskGroup on a worker of its pool with tasks outstanding cannot
-// wait (the tasks may need this worker) and must not return (the tasks would outlive the group's
-// captures): it fails fast, with one line on stderr, and aborts.
-TEST(TaskGroupDeathTest, DestroyedOnAWorkerOfItsPoolWithTasksOutstandingAborts) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        std::latch release{1};
-        ThreadPool pool{2};
-        auto group = std::make_unique<TaskGroup>(pool);
-        (void)group->post([&] { release.wait(); });  // outstanding until released
-        pool.submit([&] { group.reset(); }).get();          // on the other worker
-        release.count_down();
-      },
-      "xthread: ~TaskGroup called on a worker of its pool with 1 tasks outstanding: ");
+// Promise (destructor, Thread rule): ~TaskGroup on a worker of its pool with tasks outstanding helps
+// until they are done (it used to abort): the tasks never outlive the group, and a task running on
+// another worker is waited for.
+TEST(TaskGroup, DestroyedOnAWorkerOfItsPoolWithTasksOutstandingWaitsForThem) {
+  ThreadPool pool{2};
+  std::latch running{1};
+  std::atomic<bool> release{false};
+  auto group = std::make_unique<TaskGroup>(pool);
+  std::atomic<int> ran{0};
+  (void)group->post([&] {  // outstanding until released
+    running.count_down();
+    while (!release.load()) std::this_thread::yield();
+    ran.fetch_add(1);
+  });
+  running.wait();
+  for (int i = 0; i < 5; ++i) ASSERT_TRUE(group->post([&] { ran.fetch_add(1); }));
+  xthread::Future<int> destroyed = pool.submit([&] {
+    release = true;  // the first task finishes on the other worker while this one waits or helps
+    group.reset();
+    return ran.load();
+  });
+  xthread_test::HangGuard guard("~TaskGroup on a worker of its pool");
+  EXPECT_EQ(destroyed.get(), 6);
 }
 
 // Promise (destructor): with nothing outstanding, destroying a group on a worker of its pool is safe

@@ -76,3 +76,36 @@ TEST(TaskQueue, DestructionAndClearDestroyEveryQueuedTask) {
   }
   EXPECT_EQ(Tracked::live, 0);
 }
+
+// pop_back (a helping wait's own-queue claim): newest first across block boundaries, mixed with
+// pop_front and push_back, destroying each task once; the queue stays usable when emptied from the back.
+TEST(TaskQueue, PopBackTakesTheNewestAcrossBlocksMixedWithPopFront) {
+  {
+    Queue queue;
+    std::vector<int> model;  // oldest first
+    int next_in = 0;
+    for (int round = 0; round < 200; ++round) {
+      for (int i = 0; i < round % 9; ++i) {
+        queue.push_back(Tracked{next_in});
+        model.push_back(next_in++);
+      }
+      for (int i = 0; i < round % 5 && !queue.empty(); ++i) {
+        ASSERT_EQ(*queue.pop_back().value, model.back());
+        model.pop_back();
+      }
+      if (round % 3 == 0 && !queue.empty()) {
+        ASSERT_EQ(*queue.pop_front().value, model.front());
+        model.erase(model.begin());
+      }
+      ASSERT_EQ(queue.size(), model.size());
+      ASSERT_EQ(Tracked::live, static_cast<int>(model.size()));
+    }
+    while (!queue.empty()) {
+      ASSERT_EQ(*queue.pop_back().value, model.back());
+      model.pop_back();
+    }
+    queue.push_back(Tracked{7});  // reusable after emptying from the back
+    EXPECT_EQ(*queue.pop_front().value, 7);
+  }
+  EXPECT_EQ(Tracked::live, 0);
+}

@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
+#include "xthread/detail/helping.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/outcome.hpp"
 #include "xthread/detail/saturating_time.hpp"
@@ -50,7 +51,8 @@ inline AdaptiveSpin& future_spin() noexcept {
 ///
 /// word_: kEmpty → kReady (producer published), kEmpty → kWaiterParked (the Future's thread is about
 /// to sleep or slept and timed out), kEmpty/kWaiterParked → kAbandoned (the Future was destroyed
-/// unconsumed). The producer's exchange to kReady and the Future's exchange to kAbandoned meet exactly
+/// unconsumed), kEmpty/kWaiterParked ⇄ kHelperParked (a helping wait sleeps in the pool, see
+/// set_pool()). The producer's exchange to kReady and the Future's exchange to kAbandoned meet exactly
 /// once: the second one frees the state (destroy(): `delete this` unless a derived state recycles its
 /// memory, as ThreadSafeFunction::call does).
 template <class R>
@@ -65,9 +67,15 @@ class FutureState {
   /// call body).
   Outcome<R>& outcome() noexcept { return outcome_; }
 
+  /// Producer side, before the Future is handed out: the pool whose worker will publish (ThreadPool::
+  /// submit, TaskGroup::submit). A wait on a worker of that pool helps (detail/helping.hpp); with
+  /// none (ThreadSafeFunction::call, EventLoop::invoke) every wait blocks.
+  void set_pool(PoolCore* pool) noexcept { pool_ = pool; }
+
   /// Makes the outcome visible to the Future and gives up the producer's share. The state may be
   /// freed inside this call (when the Future is gone already); the caller must not touch it after.
   void publish() noexcept {
+    PoolCore* const pool = pool_;  // read first: once published, the waiter may free the state
     // acq_rel: release publishes the outcome to the Future's acquire; acquire orders our destroy (when
     // the Future abandoned the state) after everything the Future's thread did with it.
     const std::uint32_t before = word_.exchange(kReady, std::memory_order_acq_rel);
@@ -75,6 +83,8 @@ class FutureState {
       destroy();
     } else if (before == kWaiterParked) {
       futex_wake_one(word_);  // uses only the address: safe even if the waiter freed the state already
+    } else if (before == kHelperParked) {
+      wake_helpers(pool);  // the pool is alive: see wake_helpers
     }
   }
 
@@ -88,12 +98,18 @@ class FutureState {
   static constexpr std::uint32_t kReady = 1;
   static constexpr std::uint32_t kWaiterParked = 2;
   static constexpr std::uint32_t kAbandoned = 3;
+  static constexpr std::uint32_t kHelperParked = 4;
 
   [[nodiscard]] bool ready() const noexcept { return word_.load(std::memory_order_acquire) == kReady; }
 
   /// Future side: blocks until ready or `deadline` (time_point::max(): forever). True when ready.
   bool wait_until(SteadyClock::time_point deadline) noexcept {
     if (ready()) return true;
+    if (pool_ != nullptr && pool_ == helping_pool) {  // on a worker of the producing pool: help
+      const HelpTarget target{&help_done, &help_park, &help_unpark, this};
+      const HelpResult helped = help_until(pool_, target, deadline);
+      if (helped != HelpResult::not_a_worker) return helped == HelpResult::done;
+    }
     AdaptiveSpin& spin = future_spin();
     const auto start = SteadyClock::now();
     // The producer is usually a worker we just handed the task to, often on our CPU: yield at once
@@ -134,6 +150,24 @@ class FutureState {
     }
   }
 
+  // The HelpTarget of a helping wait (see detail/helping.hpp).
+  static bool help_done(void* state) noexcept { return static_cast<FutureState*>(state)->ready(); }
+  static bool help_park(void* state) noexcept {
+    std::atomic<std::uint32_t>& word = static_cast<FutureState*>(state)->word_;
+    std::uint32_t expected = word.load(std::memory_order_acquire);
+    for (;;) {
+      if (expected == kReady) return false;
+      // acq_rel: publish()'s exchange reads this value (then wakes the pool), or we read its kReady.
+      if (word.compare_exchange_weak(expected, kHelperParked, std::memory_order_acq_rel)) return true;
+    }
+  }
+  static void help_unpark(void* state) noexcept {
+    std::uint32_t expected = kHelperParked;
+    // acquire on failure: the producer published (kReady), and its outcome must be visible.
+    (void)static_cast<FutureState*>(state)->word_.compare_exchange_strong(expected, kEmpty, std::memory_order_acq_rel,
+                                                                          std::memory_order_acquire);
+  }
+
   /// Future side, when it lets go of an unconsumed state (destructor).
   void abandon() noexcept {
     // acq_rel: if the producer published first, acquire its outcome before destroying it here;
@@ -151,6 +185,7 @@ class FutureState {
   }
 
   std::atomic<std::uint32_t> word_{kEmpty};
+  PoolCore* pool_ = nullptr;  // the producing pool (see set_pool); written before the Future exists
   Outcome<R> outcome_;
 };
 
@@ -212,10 +247,11 @@ Future<R> make_closed_future(const char* reason) {
   return make_future<R>(state);
 }
 
-/// f(args...) (arguments decay-copied, moved when rvalues) as a SubmittedHandle to queue and its
-/// Future. `closed_reason` is the ClosedError's message if the handle is destroyed unrun.
+/// f(args...) (arguments decay-copied, moved when rvalues) as a SubmittedHandle to queue on `pool`
+/// and its Future (whose waits help on that pool's workers). `closed_reason` is the ClosedError's
+/// message if the handle is destroyed unrun.
 template <class F, class... A>
-auto make_submitted_call(const char* closed_reason, F&& f, A&&... args) {
+auto make_submitted_call(PoolCore* pool, const char* closed_reason, F&& f, A&&... args) {
   using Result = std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>;
   auto bound = [function = std::decay_t<F>(std::forward<F>(f)),
                 arguments = std::make_tuple(std::forward<A>(args)...)]() mutable -> Result {
@@ -223,6 +259,7 @@ auto make_submitted_call(const char* closed_reason, F&& f, A&&... args) {
   };
   using Call = SubmittedCall<Result, decltype(bound)>;
   auto* call = new Call(std::move(bound));
+  call->set_pool(pool);
   return std::pair{SubmittedHandle<Result, decltype(bound)>(call, closed_reason), make_future<Result>(call)};
 }
 
@@ -234,6 +271,11 @@ auto make_submitted_call(const char* closed_reason, F&& f, A&&... args) {
 /// this thread's recent short waits, at most 100 µs — and only then sleeps in the kernel, so a quick
 /// task's result costs no kernel wake-up on either side. The task's captures (a call's arguments) are
 /// destroyed before the result becomes ready.
+///
+/// Helping: a wait (wait, wait_for, wait_until, get) on a worker of the pool that will run the task
+/// (a ThreadPool::submit or TaskGroup::submit future) runs other tasks of that pool until the result
+/// is there, so nested fork-join never deadlocks; a deadline is checked between those tasks (see
+/// ThreadPool, "Helping waits"). Other futures (ThreadSafeFunction::call, EventLoop::invoke) block.
 ///
 /// Thread rule: one Future is used by one thread at a time (as std::future); it may be moved to and
 /// used from any thread. Memory ordering: everything the task did happens-before wait()/get() return

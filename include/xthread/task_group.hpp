@@ -8,18 +8,17 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <memory>
-#include <stdexcept>
 #include <tuple>
 #include <type_traits>
 #include <list>
 #include <utility>
 #include <vector>
 
+#include "xthread/detail/helping.hpp"
 #include "xthread/detail/phase_word.hpp"
+#include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 #include "xthread/errors.hpp"
 #include "xthread/thread_pool.hpp"
@@ -39,40 +38,33 @@ namespace xthread {
 /// callable is destroyed unrun and a submit()'s Future holds ClosedError.
 ///
 /// Thread rule: submit, post, cancel and wait may be called from any thread, concurrently, including
-/// from the group's own tasks — except wait() from a worker of the pool, which throws
-/// std::logic_error (it could wait for itself), and the destructor on a worker of the pool while tasks
-/// of the group are outstanding, which is a precondition failure: it prints one line to stderr and
-/// calls std::abort() (see ~TaskGroup). No lock of the group is held while a task's callable runs or
-/// is destroyed. Memory ordering: everything a task did is visible after wait() returns.
+/// from the group's own tasks. On a worker of the pool, wait() (and the destructor, and the Futures of
+/// submit()) help: they run other tasks of the pool until the group is done (ThreadPool, "Helping
+/// waits"), so a task may fork a nested group and wait for it at any pool size. No lock of the group
+/// is held while a task's callable runs or is destroyed. Memory ordering: everything a task did is
+/// visible after wait() returns.
 /// Destruction: the destructor waits for every task of the group (it does not rethrow; call wait()
 /// for errors); the pool must outlive the group.
 class TaskGroup {
  public:
   /// An empty group whose tasks run on `pool`; the pool must outlive the group.
-  explicit TaskGroup(ThreadPool& pool) : pool_(pool), state_(std::make_shared<State>()) {}
+  explicit TaskGroup(ThreadPool& pool) : pool_(pool), state_(std::make_shared<State>()) {
+    state_->pool = pool.core_.get();
+  }
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
-  /// Waits until every task of the group has finished or was cancelled (errors are not rethrown).
-  /// Not on a worker of the pool while tasks are outstanding: it could not wait there (they may need
-  /// this worker) and must not return (they would outlive what the group's captures refer to), so it
-  /// prints "xthread: ~TaskGroup called on a worker of its pool with N tasks outstanding: ..." to
-  /// stderr and calls std::abort(). With nothing outstanding it returns normally on any thread.
-  ~TaskGroup() {
-    detail::MutexLock lock(state_->mutex);
-    if (pool_.in_worker_thread()) {
-      if (state_->outstanding != 0) abort_on_worker(state_->outstanding);
-      return;
-    }
-    while (state_->outstanding != 0) state_->all_done.wait(lock.native());
-  }
+  /// Waits until every task of the group has finished or was cancelled (errors are not rethrown); on a
+  /// worker of the pool it helps meanwhile, as wait() does.
+  ~TaskGroup() { wait_for_outstanding(); }
 
   /// Runs f(args...) on the pool as part of the group. The Future (see future.hpp) holds the value or
   /// exception (a ClosedError escaping f arrives as NestedClosedError), or ClosedError if the task was
   /// cancelled or the pool shut down before it started. Throws (std::bad_alloc) with nothing added.
   template <class F, class... A>
   [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    auto [task, future] = detail::make_submitted_call("the task was cancelled or its pool shut down before it ran",
-                                                      std::forward<F>(f), std::forward<A>(args)...);
+    auto [task, future] =
+        detail::make_submitted_call(state_->pool, "the task was cancelled or its pool shut down before it ran",
+                                    std::forward<F>(f), std::forward<A>(args)...);
     (void)add(std::move(task), false);
     return std::move(future);
   }
@@ -88,14 +80,13 @@ class TaskGroup {
 
   /// Blocks until every task added so far has finished or was cancelled, then rethrows the first
   /// exception a post()ed task threw since the last wait() (if any). A cancelled task (cancel(), or
-  /// dropped by the pool) is not an error: wait() reports nothing for it. Throws std::logic_error on
-  /// a worker of the pool.
+  /// dropped by the pool) is not an error: wait() reports nothing for it. On a worker of the pool it
+  /// runs other tasks of the pool while it waits (their exceptions go to the pool's on_error).
   void wait() {
-    if (pool_.in_worker_thread()) throw std::logic_error("xthread::TaskGroup::wait called from a worker of the pool");
+    wait_for_outstanding();
     std::exception_ptr error;
     {
       detail::MutexLock lock(state_->mutex);
-      while (state_->outstanding != 0) state_->all_done.wait(lock.native());
       error = std::exchange(state_->first_error, nullptr);
     }
     if (error) std::rethrow_exception(error);
@@ -137,15 +128,55 @@ class TaskGroup {
   struct State {
     detail::Mutex mutex;
     std::condition_variable all_done;
+    detail::PoolCore* pool = nullptr;  // the pool's engine: helping waits (set once, by the constructor)
     std::size_t outstanding XTHREAD_GUARDED_BY(mutex) = 0;
+    std::size_t parked_helpers XTHREAD_GUARDED_BY(mutex) = 0;  // helping waits asleep in the pool
     std::exception_ptr first_error XTHREAD_GUARDED_BY(mutex);
     std::list<std::shared_ptr<Entry>> pending XTHREAD_GUARDED_BY(mutex);  // not started, not cancelled
   };
 
   static void finish(State& state, std::size_t count) {
-    detail::MutexLock lock(state.mutex);
-    state.outstanding -= count;
-    if (state.outstanding == 0) state.all_done.notify_all();
+    bool wake_helpers = false;
+    {
+      detail::MutexLock lock(state.mutex);
+      state.outstanding -= count;
+      if (state.outstanding == 0) {
+        state.all_done.notify_all();
+        wake_helpers = state.parked_helpers != 0;
+      }
+    }
+    // The pool is alive: we run on its thread, in its shutdown, or in a call on the group.
+    if (wake_helpers) detail::wake_helpers(state.pool);
+  }
+
+  /// Until nothing is outstanding: helping on a worker of the pool, else blocking.
+  void wait_for_outstanding() {
+    const detail::HelpTarget target{&help_done, &help_park, &help_unpark, state_.get()};
+    if (detail::help_until(state_->pool, target, detail::SteadyClock::time_point::max()) !=
+        detail::HelpResult::not_a_worker) {
+      return;
+    }
+    detail::MutexLock lock(state_->mutex);
+    while (state_->outstanding != 0) state_->all_done.wait(lock.native());
+  }
+
+  // The HelpTarget of a helping wait (see detail/helping.hpp), under the group's mutex.
+  static bool help_done(void* state) noexcept {
+    State& group = *static_cast<State*>(state);
+    detail::MutexLock lock(group.mutex);
+    return group.outstanding == 0;
+  }
+  static bool help_park(void* state) noexcept {
+    State& group = *static_cast<State*>(state);
+    detail::MutexLock lock(group.mutex);
+    if (group.outstanding == 0) return false;
+    ++group.parked_helpers;
+    return true;
+  }
+  static void help_unpark(void* state) noexcept {
+    State& group = *static_cast<State*>(state);
+    detail::MutexLock lock(group.mutex);
+    --group.parked_helpers;
   }
 
   /// What the pool queues for one entry: run, it runs the entry; destroyed unrun (shutdown(drop), a
@@ -195,14 +226,6 @@ class TaskGroup {
     forget(state, entry);
     entry.work.reset();  // outside the lock: a submit()'s Future gets ClosedError
     finish(state, 1);
-  }
-
-  [[noreturn]] static void abort_on_worker(std::size_t outstanding) noexcept {
-    std::fprintf(stderr,
-                 "xthread: ~TaskGroup called on a worker of its pool with %zu tasks outstanding: it cannot wait "
-                 "for them there and must not let them outlive the group; destroy the group on another thread\n",
-                 outstanding);
-    std::abort();
   }
 
   /// The entry won its phase (running, or cancelled unrun by the pool): out of the pending list.

@@ -26,6 +26,8 @@
 
 namespace xthread {
 
+class TaskGroup;
+
 /// How ThreadPool::shutdown treats tasks still queued.
 enum class Shutdown {
   drain,  ///< run every queued task, then stop
@@ -82,7 +84,7 @@ struct ParallelFor {
 /// oldest task of another queue — so a long task never holds back tasks queued behind it while
 /// another worker is free (no head-of-line blocking), and every task that has not started is in a
 /// queue, where pause, drop, drain and stats().pending see it. With one worker tasks start in the
-/// order they were posted; with more, in that order per queue.
+/// order they were posted; with more, in that order per queue (helping waits excepted, see below).
 ///
 /// Exact contracts: a task "starts" when a worker takes it from a queue (under that queue's lock).
 /// - pause(): once it returns, no task starts until resume(); tasks already started run on.
@@ -106,6 +108,17 @@ struct ParallelFor {
 ///
 /// Memory ordering: everything a thread did before post()/submit() is visible to the task; everything
 /// a task did is visible after its future is ready, and after wait_idle() returns.
+///
+/// Helping waits (docs/thread-pool.md, "Helping waits"): a submit() Future's wait/get, or a TaskGroup's
+/// wait, called on a worker of this pool runs other tasks of this pool until it is over, so nested
+/// fork-join never deadlocks, even on one worker. A helper takes one task per lock, the newest of its
+/// own queue first (usually the subtask it waits for), else the oldest of another queue; it starts
+/// nothing while the pool is paused or dropping, counts what it runs in stats().completed, and sends
+/// their exceptions to on_error, never to the waiter. Nesting is bounded: past 64 helped tasks nested
+/// on one stack a helper runs only its own queue's tasks, unless every other worker is past the
+/// bound too. A helper cannot preempt a task it started: a wait_for deadline is checked between tasks.
+/// Tasks must wait only for tasks that start after them (subtasks), as in any fork-join: a helper may
+/// run a task on top of the waiting one, which resumes only when that task returns.
 ///
 /// Idle workers poll for a few microseconds, then sleep in the kernel: an idle pool uses no CPU.
 /// Destruction: the destructor is shutdown(Shutdown::drain): it runs every queued task and joins. A
@@ -159,7 +172,7 @@ class ThreadPool {
   /// Future), so a short task's result costs no kernel wake-up.
   template <class F, class... A>
   [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
-    auto [task, future] = detail::make_submitted_call("ThreadPool shut down before running the task",
+    auto [task, future] = detail::make_submitted_call(core_.get(), "ThreadPool shut down before running the task",
                                                       std::forward<F>(f), std::forward<A>(args)...);
     // If the pool is shut down, the task is destroyed unrun and the future gets ClosedError.
     (void)enqueue(detail::PoolTask(std::move(task)));
@@ -292,6 +305,7 @@ class ThreadPool {
   bool wait_idle_for_nanoseconds(std::chrono::nanoseconds timeout);
   std::size_t worker_count() const noexcept;
 
+  friend class TaskGroup;                    // its waits help on core_ (detail/helping.hpp)
   std::shared_ptr<detail::PoolCore> core_;  // shared only with coroutines waiting to resume here
 };
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// xthread/detail/task_queue.hpp — an unbounded FIFO of tasks in linked fixed-size blocks.
+// xthread/detail/task_queue.hpp — an unbounded FIFO of tasks in linked fixed-size blocks (pop_back: LIFO too).
 #pragma once
 
 #include <cstddef>
@@ -82,6 +82,35 @@ class TaskQueue {
       head_ = head_->next;
       head_index_ = 0;
       recycle(exhausted);
+    }
+    return task;
+  }
+
+  /// The newest task (the LIFO end; ThreadPool's helping waits take their own queue's newest first).
+  /// Precondition: !empty(). O(1), except when it empties the tail block: it then finds the block
+  /// before it by walking from the head (the blocks are singly linked), once per kBlockTasks pops.
+  Task pop_back() noexcept {
+    // Non-empty: tail_index_ > 0 (a push fills the slot of a block it appended; the step back below
+    // leaves a full block), and the tail block's last used slot holds the newest task.
+    --tail_index_;
+    Task* slot = tail_->slot(tail_index_);
+    Task task(std::move(*slot));
+    slot->~Task();
+    --count_;
+    if (count_ == 0) {
+      release_after_head();
+      head_index_ = 0;
+      tail_index_ = 0;
+      tail_ = head_;
+    } else if (tail_index_ == 0) {
+      // The tail block is empty and is not the head (the head holds the remaining tasks): step back.
+      Block* previous = head_;
+      while (previous->next != tail_) previous = previous->next;
+      Block* emptied = tail_;
+      previous->next = nullptr;
+      tail_ = previous;
+      tail_index_ = kBlockTasks;
+      recycle(emptied);
     }
     return task;
   }
