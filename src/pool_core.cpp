@@ -204,17 +204,7 @@ void PoolCore::lock_every_shard_once() {
 
 bool PoolCore::claim(Worker& self, PoolTask& task) {
   if (!self.busy.load(std::memory_order_relaxed)) self.busy.store(true, std::memory_order_seq_cst);
-  for (std::size_t offset = 0; offset < shard_count_; ++offset) {
-    PoolShard& shard = shards_[(self.home + offset) % shard_count_];
-    if (shard.looks_empty()) continue;
-    SpinLock lock(shard.ready_mutex);
-    // relaxed: pause()/shutdown() store these, then pass through this mutex (see pause()).
-    if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
-    if (shard.ready.empty() && !shard.take_inbox()) continue;
-    shard.pop_ready(task);
-    return true;
-  }
-  return false;
+  return take_oldest(self.home, 0, task);
 }
 
 void PoolCore::mark_idle(Worker& self) noexcept {

@@ -109,6 +109,22 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   /// A barrier: every claim (under a ready lock) and every post (under an inbox lock) that started
   /// before it has finished, and every later one sees the flags stored before it.
   inline void lock_every_shard_once();
+  /// Takes the oldest task of the first shard that has one, trying home + first_offset, then the next
+  /// ones (wrapping; one ready lock per shard tried). False when none has one, or the pool is paused or
+  /// dropping. The one claim loop: claim() (from the home shard) and a helper's steal (from the next).
+  bool take_oldest(std::size_t home, std::size_t first_offset, PoolTask& task) {
+    for (std::size_t offset = first_offset; offset < shard_count_; ++offset) {
+      PoolShard& shard = shards_[(home + offset) % shard_count_];
+      if (shard.looks_empty()) continue;
+      SpinLock lock(shard.ready_mutex);
+      // relaxed: pause()/shutdown() store these, then pass through this mutex (see pause()).
+      if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
+      if (shard.ready.empty() && !shard.take_inbox()) continue;
+      shard.pop_ready(task);
+      return true;
+    }
+    return false;
+  }
   /// Takes one task: from the worker's own shard, else the oldest of another. Marks the worker busy
   /// first, so wait_idle never sees the task neither queued nor running.
   inline bool claim(Worker& self, PoolTask& task);

@@ -65,17 +65,7 @@ bool PoolCore::take_for_helper(Worker& self, PoolTask& task, bool steal) {
     if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
     if (home.pop_newest(task)) return true;
   }
-  if (!steal) return false;
-  for (std::size_t offset = 1; offset < shard_count_; ++offset) {
-    PoolShard& shard = shards_[(self.home + offset) % shard_count_];
-    if (shard.looks_empty()) continue;
-    SpinLock lock(shard.ready_mutex);
-    if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
-    if (shard.ready.empty() && !shard.take_inbox()) continue;
-    shard.pop_ready(task);
-    return true;
-  }
-  return false;
+  return steal && take_oldest(self.home, 1, task);
 }
 
 void PoolCore::run_helped(Worker& self, PoolTask& task) noexcept {

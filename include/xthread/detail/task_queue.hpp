@@ -71,12 +71,7 @@ class TaskQueue {
     ++head_index_;
     --count_;
     if (count_ == 0) {
-      // Empty: rewind to the start of the head block (freeing any others), so a queue that drains
-      // and refills keeps reusing one block.
-      release_after_head();
-      head_index_ = 0;
-      tail_index_ = 0;
-      tail_ = head_;
+      rewind();
     } else if (head_index_ == kBlockTasks) {
       Block* exhausted = head_;
       head_ = head_->next;
@@ -98,10 +93,7 @@ class TaskQueue {
     slot->~Task();
     --count_;
     if (count_ == 0) {
-      release_after_head();
-      head_index_ = 0;
-      tail_index_ = 0;
-      tail_ = head_;
+      rewind();
     } else if (tail_index_ == 0) {
       // The tail block is empty and is not the head (the head holds the remaining tasks): step back.
       Block* previous = head_;
@@ -180,6 +172,15 @@ class TaskQueue {
     } else {
       delete block;
     }
+  }
+
+  /// The queue just became empty: rewind to the start of the head block (freeing any others), so a
+  /// queue that drains and refills keeps reusing one block.
+  void rewind() noexcept {
+    release_after_head();
+    head_index_ = 0;
+    tail_index_ = 0;
+    tail_ = head_;
   }
 
   /// With the queue empty, returns every block after the head to the spares or the heap.

@@ -96,7 +96,6 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_gap_too_long", "xcall", "--gap", "11s"},
         BadFlag{"xcall_gap_max_too_long", "xcall", "--gap", "0-11s", "11s"},
         BadFlag{"xcall_gap_empty", "xcall", "--gap", ""}, BadFlag{"xcall_gap_garbage", "xcall", "--gap", "soon"},
-        // xcall: output
         // xcall: the contenders and conditions of issue #25
         BadFlag{"xcall_oversubscribe_negative", "xcall", "--oversubscribe", "-1"},
         BadFlag{"xcall_oversubscribe_huge", "xcall", "--oversubscribe", "65"},
@@ -117,6 +116,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"xcall_background_burn_negative", "xcall", "--background-burn", "-1"},
         BadFlag{"xcall_background_nice_huge", "xcall", "--background-nice", "20"},
         BadFlag{"xcall_background_nice_negative", "xcall", "--background-nice", "-5"},
+        // xcall: output
         BadFlag{"xcall_out_empty", "xcall", "--out", ""}, BadFlag{"xcall_format_empty", "xcall", "--format", ""},
         // napi (checked before node is looked for)
         BadFlag{"napi_calls_huge", "napi", "--calls", "99999999999"},
