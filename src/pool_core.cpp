@@ -10,13 +10,11 @@
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/resume_site.hpp"
 #include "xthread/detail/spin_mutex.hpp"
-#include "xthread/detail/spin_wait.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread::detail {
 
 namespace {
-/// How long a worker that ran out of work polls before it sleeps in the kernel.
-constexpr std::chrono::nanoseconds kWorkerSpin{std::chrono::microseconds{20}};
 constexpr std::size_t kMaxShards = 64;
 
 thread_local PoolCore* current_pool = nullptr;  // the pool whose worker this thread is
@@ -281,7 +279,8 @@ void PoolCore::worker_main(Worker* self) {
     // the workers (or half the cores, if fewer; at least one) at once: more pollers would burn cores
     // without taking work any sooner.
     if (may_poll && start_polling()) {
-      const bool found = spin_until([this, self] { return claimable() || should_exit(*self); }, kWorkerSpin);
+      const bool found =
+          poll_before_park([this, self] { return claimable() || should_exit(*self); }, Waiter::worker_idle);
       // seq_cst (in stop_polling): a producer that saw us polling skipped its wake, so we must see its
       // task — in the claim (found) or in sleep()'s re-check, both after this.
       wake_.stop_polling();

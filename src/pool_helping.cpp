@@ -8,7 +8,7 @@
 
 #include "pool_core.hpp"
 #include "xthread/detail/saturating_time.hpp"
-#include "xthread/detail/spin_wait.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread::detail {
 
@@ -18,8 +18,6 @@ namespace {
 /// tasks (see PoolCore::help). Fork-join nests about as deep as its recursion (a helper takes its own
 /// newest task first, usually the subtask it waits for); the bound limits what stealing adds on top.
 constexpr std::size_t kMaxHelpDepth = 64;
-/// How long a helping wait with nothing to take polls before it sleeps (as an idle worker does).
-constexpr std::chrono::nanoseconds kHelperSpin{std::chrono::microseconds{20}};
 
 thread_local std::size_t help_depth = 0;  // helped tasks running on this thread's stack
 
@@ -91,11 +89,13 @@ void PoolCore::idle_help(Worker& self, const HelpTarget& target, SteadyClock::ti
     if (paused_.load(std::memory_order_seq_cst) || dropping_.load(std::memory_order_seq_cst)) return false;
     return shards_[self.home].unstarted() != 0 || every_worker_bounded();
   };
-  std::chrono::nanoseconds budget = kHelperSpin;
-  if (deadline != SteadyClock::time_point::max()) {
-    budget = std::min(budget, saturating_time_left(deadline, SteadyClock::now()));
+  // With nothing to take, a helper polls as an idle worker does (detail/wait_policy.hpp).
+  std::chrono::nanoseconds limit{-1};
+  if (deadline != SteadyClock::time_point::max()) limit = saturating_time_left(deadline, SteadyClock::now());
+  if (poll_before_park([&] { return target.done(target.target) || takeable(); }, Waiter::worker_idle, Partner{},
+                       limit)) {
+    return;
   }
-  if (spin_until([&] { return target.done(target.target) || takeable(); }, budget, handoff_pause_only_spin)) return;
   if (deadline != SteadyClock::time_point::max() && SteadyClock::now() >= deadline) return;
   bool parked = false;
   // park() after reading the futex word (inside ready(), which both sleeps call after that read): a

@@ -10,7 +10,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "xthread/detail/spin_wait.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread::detail {
 
@@ -58,12 +58,11 @@ class Waker {
   void drain_fd() noexcept;
   /// Loop thread, after set_parked(): sleeps until deliver() (or `timeout`, negative: none; or spuriously).
   void park(std::chrono::nanoseconds timeout) noexcept;
-  /// Loop thread: polls `ready` for up to `timeout` (at most the loop's spin budget; negative: the
-  /// budget) before the loop parks; yields at once (see handoff_pause_only_spin). ready()'s last value.
+  /// Loop thread: polls `ready` before the loop parks, as long as the wait policy allows and at most
+  /// `timeout` (negative: no limit of its own; detail/wait_policy.hpp). ready()'s last value.
   template <class Ready>
   static bool poll(Ready&& ready, std::chrono::nanoseconds timeout) noexcept {
-    const std::chrono::nanoseconds spin = timeout.count() < 0 ? loop_spin_budget : std::min(timeout, loop_spin_budget);
-    return spin_until(ready, spin, handoff_pause_only_spin);
+    return poll_before_park(ready, Waiter::loop_idle, Partner{}, timeout);
   }
   [[nodiscard]] int fd() const noexcept { return fd_.load(std::memory_order_acquire); }
   [[nodiscard]] std::uint64_t wakeups() const noexcept { return wakeups_.load(std::memory_order_relaxed); }

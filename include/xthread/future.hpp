@@ -21,7 +21,6 @@
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/outcome.hpp"
 #include "xthread/detail/saturating_time.hpp"
-#include "xthread/detail/spin_wait.hpp"
 
 namespace xthread {
 
@@ -37,12 +36,11 @@ class Future;
 
 namespace detail {
 
-/// How long a Future's waiter polls: learned per thread from its recent waits (AdaptiveSpin: about
-/// twice a recent short wait, at most 100 µs; 4 µs when waits are long). A thread_local, so waiters on
-/// different threads never share a cache line.
-inline AdaptiveSpin& future_spin() noexcept {
-  thread_local AdaptiveSpin spin;
-  return spin;
+/// A Future waiter's partner estimate (detail/wait_policy.hpp), learned per thread from its recent
+/// waits: a thread_local, so waiters on different threads never share a cache line.
+inline ReplyEstimate& future_reply_estimate() noexcept {
+  thread_local ReplyEstimate estimate;
+  return estimate;
 }
 
 /// The state one producer and one Future share: the outcome and a single state word. No reference
@@ -110,21 +108,14 @@ class FutureState {
       const HelpResult helped = help_until(pool_, target, deadline);
       if (helped != HelpResult::not_a_worker) return helped == HelpResult::done;
     }
-    AdaptiveSpin& spin = future_spin();
+    ReplyEstimate& estimate = future_reply_estimate();
     const auto start = SteadyClock::now();
-    // The producer is usually a worker we just handed the task to, often on our CPU: yield at once
-    // (handoff_pause_only_spin, measured in detail/spin_wait.hpp).
-    std::chrono::nanoseconds budget = spin.budget();
-    if (deadline <= start) {
-      budget = std::chrono::nanoseconds::zero();  // a poll (and no `deadline - start`: it could overflow)
-    } else if (deadline != SteadyClock::time_point::max()) {
-      const auto left = std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - start);
-      if (left < budget) budget = left;
-    }
-    const auto record = [&spin, start] {
-      spin.record(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start));
+    // Zero for a deadline already past (one check), nanoseconds::max() for none.
+    const std::chrono::nanoseconds limit = saturating_time_left(deadline, start);
+    const auto record = [&estimate, start] {
+      estimate.record(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start));
     };
-    if (spin_until([this] { return ready(); }, budget, handoff_pause_only_spin)) {
+    if (poll_before_park([this] { return ready(); }, Waiter::reply, Partner{estimate.recent()}, limit)) {
       record();
       return true;
     }

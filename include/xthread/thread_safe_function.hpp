@@ -185,8 +185,8 @@ class ThreadSafeFunction<R(Args...)> {
       throw ClosedError("EventLoop stopped");
     }
     edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
-    node.done.wait(state.spin.budget());
-    state.spin.record(std::chrono::steady_clock::now() - start);
+    node.done.wait(detail::Partner{state.replies.recent()});
+    state.replies.record(std::chrono::steady_clock::now() - start);
     return node.outcome.take();
   }
 
@@ -286,7 +286,7 @@ class ThreadSafeFunction<R(Args...)> {
     std::shared_ptr<detail::RecyclingPool> pool;
     std::unique_ptr<FinalizerTask> finalizer_task;  // released once, by the thread that finalizes
     detail::CallGate gate;
-    detail::AdaptiveSpin spin;                  // how long call_sync polls before parking
+    detail::ReplyEstimate replies;              // call_sync's partner estimate (detail/wait_policy.hpp)
     const Priority priority;                    // Options::priority
   };
 

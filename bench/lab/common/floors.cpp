@@ -20,6 +20,48 @@ namespace xthread_lab {
 
 namespace {
 
+void futex_wait_private(std::atomic<int>& word, int expected) {
+  ::syscall(SYS_futex, reinterpret_cast<int*>(&word), FUTEX_WAIT_PRIVATE, expected, nullptr, nullptr, 0);
+}
+void futex_wake_private(std::atomic<int>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<int*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+}
+
+// std::atomic<int>::wait / notify_one as libstdc++ 12 does them (16 checks, the last 4 with a yield,
+// then the futex; a notify skips the syscall while nobody sleeps), written out with seq_cst on both
+// sides of the sleeper count. The library's own pair lost a wake-up here twice in one afternoon
+// (2026-12-02: both threads asleep, the word already holding one's value; docs/results-schema.md).
+class StdLikeWait {
+ public:
+  void wait_until(std::atomic<int>& turn, int value) {
+    for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
+      if (spin_while_equal(turn, seen)) continue;
+      sleepers_.fetch_add(1, std::memory_order_seq_cst);
+      // seq_cst here and in publish(): either the publisher sees this sleeper, or this load sees its value.
+      if (turn.load(std::memory_order_seq_cst) == seen) futex_wait_private(turn, seen);
+      sleepers_.fetch_sub(1, std::memory_order_release);
+    }
+  }
+  void publish(std::atomic<int>& turn, int value) {
+    turn.store(value, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) futex_wake_private(turn);
+  }
+
+ private:
+  static bool spin_while_equal(const std::atomic<int>& turn, int seen) {
+    for (int i = 0; i < 16; ++i) {
+      if (turn.load(std::memory_order_acquire) != seen) return true;
+      if (i < 12) {
+        cpu_relax();
+      } else {
+        std::this_thread::yield();
+      }
+    }
+    return false;
+  }
+  std::atomic<int> sleepers_{0};
+};
+
 // Ping-pong over `turn`: the initiator stores 1 and waits for 2; the echo thread waits for 1 and
 // stores 2 ... using a counter so no reset is needed: round i uses values 2i+1 (ping) and 2i+2 (pong).
 template <class WaitUntil, class Publish>
@@ -60,24 +102,20 @@ Floors measure_floors(std::size_t round_trips) {
       else cpu_relax();
     }
   }, [](std::atomic<int>& turn, int value) { turn.store(value, std::memory_order_release); });
-  floors.futex_roundtrip_ns = ping_pong(round_trips, [](std::atomic<int>& turn, int value) {
-    for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
-      turn.wait(seen, std::memory_order_acquire);
-    }
-  }, [](std::atomic<int>& turn, int value) {
-    turn.store(value, std::memory_order_release);
-    turn.notify_one();
-  });
+  StdLikeWait std_like;
+  floors.futex_roundtrip_ns = ping_pong(round_trips, [&std_like](std::atomic<int>& turn, int value) {
+    std_like.wait_until(turn, value);
+  }, [&std_like](std::atomic<int>& turn, int value) { std_like.publish(turn, value); });
   // std::atomic<int> is a plain int with the same address and no padding on Linux (static_assert'ed
   // below), so the futex word is the atomic's own storage.
   static_assert(sizeof(std::atomic<int>) == sizeof(int) && std::atomic<int>::is_always_lock_free);
   floors.sleep_roundtrip_ns = ping_pong(round_trips, [](std::atomic<int>& turn, int value) {
     for (int seen = turn.load(std::memory_order_acquire); seen != value; seen = turn.load(std::memory_order_acquire)) {
-      ::syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAIT_PRIVATE, seen, nullptr, nullptr, 0);
+      futex_wait_private(turn, seen);
     }
   }, [](std::atomic<int>& turn, int value) {
     turn.store(value, std::memory_order_release);
-    ::syscall(SYS_futex, reinterpret_cast<int*>(&turn), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    futex_wake_private(turn);
   });
   return floors;
 }

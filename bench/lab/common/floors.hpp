@@ -14,10 +14,11 @@ namespace xthread_lab {
 
 // Two plain std::threads ping-pong `round_trips` times (after a short warm-up), three ways:
 //  - spin:  each side busy-waits on a std::atomic (never sleeps) -> cache-line transfer cost;
-//  - futex: each side blocks in std::atomic<int>::wait and wakes the other with notify_one. This is
-//           the best a blocking hand-off does with the standard library: libstdc++'s wait spins and
-//           yields briefly before it sleeps in the futex, so when the partner answers quickly no
-//           thread ever sleeps. This is "the futex floor" every ratio_to_futex_floor refers to;
+//  - futex: each side blocks as std::atomic<int>::wait does and wakes the other as notify_one does
+//           (libstdc++ 12's algorithm, written out in floors.cpp: its own pair once lost a wake-up
+//           here). This is the best a blocking hand-off does with the standard library: the wait
+//           spins and yields briefly before it sleeps in the futex, so when the partner answers
+//           quickly no thread ever sleeps. This is "the futex floor" every ratio_to_futex_floor refers to;
 //  - sleep: each side sleeps in the futex at once (raw FUTEX_WAIT / FUTEX_WAKE, no spinning) -> what
 //           waking a thread that is really asleep costs, the situation of calls spaced by gaps.
 // Each summary is in nanoseconds per round trip (A -> B -> A). With fewer than 2 hardware threads

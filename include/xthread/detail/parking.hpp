@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "xthread/detail/spin_wait.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread::detail {
 
@@ -34,10 +34,9 @@ class OneShotEvent {
 
   [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }
 
-  void wait(std::chrono::nanoseconds spin_budget = caller_spin_budget) noexcept {
-    // The setter is usually a thread we just woke, often onto our CPU: yield at once (see
-    // handoff_pause_only_spin).
-    if (spin_until([this] { return is_set(); }, spin_budget, handoff_pause_only_spin)) return;
+  /// Polls as the wait policy allows for a reply from `partner` (detail/wait_policy.hpp), then parks.
+  void wait(Partner partner = {}) noexcept {
+    if (poll_before_park([this] { return is_set(); }, Waiter::reply, partner)) return;
     std::uint32_t expected = kEmpty;
     // acquire on failure: if the setter won the race, its writes must be visible to us.
     if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) return;

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+// xthread/detail/wait_policy.hpp — the one waiting policy: how long a waiting xthread thread polls
+// before it parks in the kernel. Every waiter asks it (call_sync, invoke_sync, Future::get/wait,
+// parallel_for, the loop's and the pool workers' idle poll, helping waits, and through the loop's poll
+// sync_wait). Inputs, rules and measurements: docs/waiting.md.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+#include "xthread/detail/spin_wait.hpp"
+
+namespace xthread::detail {
+
+/// Who waits, which fixes the poll's base budget and the CPUs it must leave to others.
+enum class Waiter : std::uint8_t {
+  reply,        ///< a thread blocked until another thread answers it
+  loop_idle,    ///< an event loop with nothing to run, before it parks
+  worker_idle,  ///< a pool worker with nothing to claim, before it parks
+};
+
+/// What a waiter knows about the thread that will end its wait.
+struct Partner {
+  /// Its recent reply time (ReplyEstimate::recent()); zero: unknown. Used by Waiter::reply only.
+  std::chrono::nanoseconds recent{0};
+};
+
+/// The inputs of one decision: the waiter's own, and what the policy measured (see decide_poll).
+struct WaitInputs {
+  Waiter waiter = Waiter::reply;
+  Partner partner;
+  /// The waiter's own limit (time left to a deadline, a caller's cap); negative: none.
+  std::chrono::nanoseconds limit{-1};
+  int cpus = 1;               ///< CPUs this process may use (usable_cpus())
+  int reply_pollers = 0;      ///< other threads polling for a reply now
+  int idle_pollers = 0;       ///< other threads polling for work now
+  bool contended = false;     ///< a poller recently lost its CPU to another thread
+};
+
+/// The policy, a pure function: how long to poll before parking (zero: park at once). Never more than
+/// kMaxPoll. Thread rule: any thread.
+[[nodiscard]] std::chrono::nanoseconds decide_poll(const WaitInputs& inputs) noexcept;
+
+/// No poll lasts longer than this, whatever the inputs.
+inline constexpr std::chrono::nanoseconds kMaxPoll{std::chrono::microseconds{100}};
+
+/// CPUs this process may run on: its affinity mask, capped by a cgroup v2 CPU quota (rounded up).
+/// Read once, at the first call. Thread rule: any thread.
+[[nodiscard]] int usable_cpus() noexcept;
+
+/// The policy's shared state, for tests and diagnostics: threads polling now, and whether pollers
+/// are kept from polling at `at` because one was recently preempted.
+struct WaitPolicyState {
+  int reply_pollers = 0;
+  int idle_pollers = 0;
+  bool contended = false;
+};
+[[nodiscard]] WaitPolicyState wait_policy_state(
+    std::chrono::steady_clock::time_point at = std::chrono::steady_clock::now()) noexcept;
+
+/// A poller lost its CPU for longer than a poll's step at `now`: polling stops process-wide for a
+/// window (2 ms; doubling while preemptions recur within a window and 20 ms of each other, up to
+/// 256 ms). Thread rule: any thread.
+void note_preempted(std::chrono::steady_clock::time_point now) noexcept;
+/// A poll ran its course without losing the CPU: the window shrinks back to its start.
+void note_poll_clean() noexcept;
+
+/// Learns a partner's reply time: an exponential moving average over about eight waits. Thread rule:
+/// any thread; races only blur the estimate (relaxed atomics).
+class ReplyEstimate {
+ public:
+  [[nodiscard]] std::chrono::nanoseconds recent() const noexcept {
+    return std::chrono::nanoseconds{recent_ns_.load(std::memory_order_relaxed)};
+  }
+  void record(std::chrono::nanoseconds reply) noexcept {
+    const std::int64_t recent = recent_ns_.load(std::memory_order_relaxed);
+    const std::int64_t sample = reply.count() < 0 ? 0 : reply.count();
+    recent_ns_.store(recent == 0 ? sample : recent + (sample - recent) / 8, std::memory_order_relaxed);
+  }
+
+ private:
+  std::atomic<std::int64_t> recent_ns_{0};
+};
+
+/// One poll: decides its budget (registering as a poller), and between steps watches the clock —
+/// a step that took far longer than a step means this thread lost its CPU (note_preempted), and
+/// polling stops. Thread rule: the polling thread only; no copies.
+class PollSession {
+ public:
+  PollSession(Waiter waiter, Partner partner, std::chrono::nanoseconds limit) noexcept;
+  PollSession(const PollSession&) = delete;
+  PollSession& operator=(const PollSession&) = delete;
+  ~PollSession();
+  /// Between two batches of checks: false when the budget is spent or the thread was preempted;
+  /// yields the CPU once the pause-only phase is over.
+  [[nodiscard]] bool next() noexcept;
+  [[nodiscard]] std::chrono::nanoseconds budget() const noexcept { return budget_; }
+
+ private:
+  Waiter waiter_;
+  bool registered_ = false;
+  bool preempted_ = false;
+  std::chrono::nanoseconds budget_{0};
+  std::chrono::steady_clock::time_point last_{};
+  std::chrono::steady_clock::time_point yield_after_{};
+  std::chrono::steady_clock::time_point deadline_{};
+};
+
+/// Checks `ready()` a few times without touching shared state (a reply already on its way costs no
+/// more), then polls it for as long as the policy allows. Returns ready()'s last value: the caller
+/// parks when it is false. Never polls longer than kMaxPoll plus one step.
+template <class Ready>
+bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
+                      std::chrono::nanoseconds limit = std::chrono::nanoseconds{-1}) noexcept {
+  if (limit.count() == 0) return ready();
+  const auto step = [&ready] {  // one step: 64 checks with a pause between them
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      cpu_relax();
+    }
+    return false;
+  };
+  if (step()) return true;
+  PollSession session(waiter, partner, limit);
+  while (session.next()) {
+    if (step()) return true;
+  }
+  return ready();
+}
+
+}  // namespace xthread::detail

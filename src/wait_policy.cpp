@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+// The wait policy (xthread/detail/wait_policy.hpp): the decision, the shared state it reads (pollers,
+// recent preemption), the poll session, and the CPU count. Rules and measurements: docs/waiting.md.
+#include "xthread/detail/wait_policy.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <atomic>
+#include <charconv>
+#include <chrono>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+
+#include "cpu_quota.hpp"
+
+namespace xthread::detail {
+
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::nanoseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+/// A reply waiter that knows nothing about its partner, or whose partner answers slowly, polls this
+/// long: enough to catch a reply already on its way, too short to matter when none is.
+constexpr nanoseconds kReplyFloor{microseconds{4}};
+/// An idle loop or worker polls this long for new work before it parks.
+constexpr nanoseconds kIdlePoll{microseconds{20}};
+/// A pool worker pause-spins this long before it also yields between checks; every other waiter
+/// yields at once (the thread it waits for was often just woken onto its CPU: docs/waiting.md).
+constexpr nanoseconds kWorkerPauseOnly{microseconds{2}};
+/// A step (64 checks and a yield) that took longer than this means the poller lost its CPU.
+constexpr nanoseconds kPreemptedStep{microseconds{30}};
+/// How long polling stops after a preemption: the first window, and the longest it doubles to.
+constexpr nanoseconds kFirstWindow{std::chrono::milliseconds{2}};
+constexpr nanoseconds kLongestWindow{std::chrono::milliseconds{256}};
+/// A preemption this long after the window of the previous one ended counts as the same busy spell.
+constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
+
+/// The state every poller shares. Each counter on its own cache line: registering as a reply poller
+/// does not slow an idle loop reading the contention window.
+struct SharedState {
+  alignas(64) std::atomic<int> reply_pollers{0};
+  alignas(64) std::atomic<int> idle_pollers{0};
+  alignas(64) std::atomic<std::int64_t> contended_until{0};  // steady_clock ns; 0: never
+  std::atomic<std::int64_t> window{kFirstWindow.count()};
+  std::atomic<std::int64_t> last_preempted{0};  // steady_clock ns of the last note; 0: none
+};
+
+SharedState& shared() noexcept {
+  static SharedState state;
+  return state;
+}
+
+std::int64_t ticks(SteadyClock::time_point t) noexcept {
+  return std::chrono::duration_cast<nanoseconds>(t.time_since_epoch()).count();
+}
+
+bool contended_at(SteadyClock::time_point now) noexcept {
+  // relaxed: a hint; a stale value only lets one more poll run or park.
+  return ticks(now) < shared().contended_until.load(std::memory_order_relaxed);
+}
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+int affinity_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+/// The tightest cgroup v2 quota on the path from this process's cgroup up to the root.
+std::optional<int> quota_cpus() {
+  const std::optional<std::string> self = read_file("/proc/self/cgroup");
+  if (!self) return std::nullopt;
+  const std::optional<std::string_view> path = cgroup_v2_path(*self);
+  if (!path) return std::nullopt;
+  std::string dir(*path);
+  std::optional<int> tightest;
+  for (;;) {
+    if (const std::optional<std::string> max = read_file("/sys/fs/cgroup" + dir + "/cpu.max")) {
+      const std::optional<int> cpus = cpus_from_cpu_max(*max);
+      if (cpus && (!tightest || *cpus < *tightest)) tightest = cpus;
+    }
+    if (dir.empty() || dir == "/") break;
+    const std::size_t slash = dir.rfind('/');
+    dir.resize(slash == std::string::npos ? 0 : slash);
+  }
+  return tightest;
+}
+
+}  // namespace
+
+// ---- the machine ------------------------------------------------------------------------------
+
+std::optional<int> cpus_from_cpu_max(std::string_view text) noexcept {
+  const std::size_t space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  const std::string_view quota_text = text.substr(0, space);
+  std::string_view period_text = text.substr(space + 1);
+  while (!period_text.empty() && (period_text.back() == '\n' || period_text.back() == ' '))
+    period_text.remove_suffix(1);
+  std::int64_t quota = 0;
+  std::int64_t period = 0;
+  const auto parse = [](std::string_view digits, std::int64_t& value) {
+    const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    return error == std::errc{} && end == digits.data() + digits.size() && value > 0;
+  };
+  if (!parse(quota_text, quota) || !parse(period_text, period)) return std::nullopt;  // "max": no quota
+  const std::int64_t cpus = quota / period + (quota % period != 0 ? 1 : 0);
+  return static_cast<int>(std::min<std::int64_t>(cpus, 1 << 20));
+}
+
+std::optional<std::string_view> cgroup_v2_path(std::string_view proc_self_cgroup) noexcept {
+  std::string_view rest = proc_self_cgroup;
+  while (!rest.empty()) {
+    const std::size_t end = rest.find('\n');
+    const std::string_view line = rest.substr(0, end);
+    if (line.substr(0, 3) == "0::") return line.substr(3);
+    if (end == std::string_view::npos) break;
+    rest.remove_prefix(end + 1);
+  }
+  return std::nullopt;
+}
+
+int combine_cpus(int affinity, std::optional<int> quota) noexcept {
+  const int cpus = std::max(1, affinity);
+  return quota ? std::max(1, std::min(cpus, *quota)) : cpus;
+}
+
+int usable_cpus() noexcept {
+  static const int cpus = [] {
+    try {
+      return combine_cpus(affinity_cpus(), quota_cpus());
+    } catch (...) {  // no memory to read a file: the affinity mask alone
+      return affinity_cpus();
+    }
+  }();
+  return cpus;
+}
+
+// ---- the decision -----------------------------------------------------------------------------
+
+nanoseconds decide_poll(const WaitInputs& in) noexcept {
+  // One CPU, or pollers losing their CPUs to other threads: every poll takes time from the thread
+  // that has to run for the wait to end.
+  if (in.cpus <= 1 || in.contended) return nanoseconds::zero();
+  nanoseconds budget = kIdlePoll;
+  if (in.waiter == Waiter::reply) {
+    // CPUs this wait needs: its own, its partner's, and one for every other reply poller (a nested
+    // wait's own caller, when it polls, is one of them).
+    if (in.reply_pollers + 2 > in.cpus) return nanoseconds::zero();
+    const nanoseconds recent = in.partner.recent;
+    if (recent <= nanoseconds::zero() || recent > kMaxPoll) {
+      budget = kReplyFloor;  // unknown, or slower than any poll is worth
+    } else {
+      budget = std::clamp(2 * recent, kReplyFloor, kMaxPoll);  // no overflow: recent <= kMaxPoll
+    }
+  } else {
+    // An idle poller waits for any producer: it needs its own CPU, and leaves every poller one.
+    if (in.reply_pollers + in.idle_pollers + 1 > in.cpus) return nanoseconds::zero();
+  }
+  if (in.limit >= nanoseconds::zero() && in.limit < budget) budget = in.limit;
+  return std::min(budget, kMaxPoll);
+}
+
+// ---- the shared state -------------------------------------------------------------------------
+
+WaitPolicyState wait_policy_state(SteadyClock::time_point at) noexcept {
+  SharedState& state = shared();
+  // relaxed: a snapshot for tests and diagnostics.
+  return WaitPolicyState{state.reply_pollers.load(std::memory_order_relaxed),
+                         state.idle_pollers.load(std::memory_order_relaxed), contended_at(at)};
+}
+
+void note_preempted(SteadyClock::time_point now) noexcept {
+  SharedState& state = shared();
+  // relaxed throughout: a hint; racing notes only blur the window's length.
+  const std::int64_t at = ticks(now);
+  std::int64_t window = state.window.load(std::memory_order_relaxed);
+  // Preempted again soon after the last one (a probe after the window lost its CPU too, noticed up to
+  // a scheduler slice later): the machine stays busy, so stop polling for longer.
+  const std::int64_t last = state.last_preempted.exchange(at, std::memory_order_relaxed);
+  if (last != 0 && at >= last && at - last < window + kRecurrence.count()) {
+    window = std::min(2 * window, kLongestWindow.count());
+    state.window.store(window, std::memory_order_relaxed);
+  }
+  state.contended_until.store(at + window, std::memory_order_relaxed);
+}
+
+void note_poll_clean() noexcept {
+  std::atomic<std::int64_t>& window = shared().window;
+  // relaxed: a hint. Load first: a clean poll is common, and a store would bounce the line.
+  if (window.load(std::memory_order_relaxed) != kFirstWindow.count()) {
+    window.store(kFirstWindow.count(), std::memory_order_relaxed);
+  }
+}
+
+// ---- a poll -----------------------------------------------------------------------------------
+
+PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noexcept : waiter_(waiter) {
+  SharedState& state = shared();
+  const bool reply = waiter == Waiter::reply;
+  std::atomic<int>& mine = reply ? state.reply_pollers : state.idle_pollers;
+  // Register first, then decide from the count before us: of two pollers racing in, the later one
+  // sees the earlier. relaxed: the counters are hints; each has one modification order.
+  const int before = mine.fetch_add(1, std::memory_order_relaxed);
+  registered_ = true;
+  const SteadyClock::time_point now = SteadyClock::now();
+  WaitInputs inputs;
+  inputs.waiter = waiter;
+  inputs.partner = partner;
+  inputs.limit = limit;
+  inputs.cpus = usable_cpus();
+  inputs.reply_pollers = reply ? before : state.reply_pollers.load(std::memory_order_relaxed);
+  inputs.idle_pollers = reply ? state.idle_pollers.load(std::memory_order_relaxed) : before;
+  inputs.contended = contended_at(now);
+  budget_ = decide_poll(inputs);
+  if (budget_ <= nanoseconds::zero()) {
+    mine.fetch_sub(1, std::memory_order_relaxed);
+    registered_ = false;
+    return;
+  }
+  last_ = now;
+  deadline_ = now + budget_;
+  yield_after_ = now + (waiter == Waiter::worker_idle ? kWorkerPauseOnly : nanoseconds::zero());
+}
+
+PollSession::~PollSession() {
+  if (!registered_) return;
+  SharedState& state = shared();
+  (waiter_ == Waiter::reply ? state.reply_pollers : state.idle_pollers).fetch_sub(1, std::memory_order_relaxed);
+  if (!preempted_) note_poll_clean();
+}
+
+bool PollSession::next() noexcept {
+  if (!registered_) return false;
+  const SteadyClock::time_point now = SteadyClock::now();
+  // The checks since the last step take a microsecond or two; far longer means another thread had
+  // this CPU (a yield that gave it away and came back without the answer, or a preemption).
+  if (now - last_ > kPreemptedStep) {
+    preempted_ = true;
+    note_preempted(now);
+    return false;
+  }
+  if (now >= deadline_) return false;
+  last_ = now;
+  if (now >= yield_after_) yield_cpu();
+  return true;
+}
+
+}  // namespace xthread::detail

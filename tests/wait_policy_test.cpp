@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: MIT
+// detail/wait_policy.hpp: the decision under simulated machines (CPUs, pollers, a partner that sleeps,
+// nested waits, contention), its bounds (never above kMaxPoll, a limit always honoured), the CPU
+// count's inputs (src/cpu_quota.hpp), the contention window, and poll_before_park itself: it returns
+// true as soon as the condition holds, false within its bound when it never does, and registers as a
+// poller only while it polls.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <latch>
+#include <optional>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "cpu_quota.hpp"
+#include "xthread/detail/wait_policy.hpp"
+
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::nanoseconds;
+using xthread::detail::decide_poll;
+using xthread::detail::kMaxPoll;
+using xthread::detail::Partner;
+using xthread::detail::Waiter;
+using xthread::detail::WaitInputs;
+
+WaitInputs reply_on(int cpus) {
+  WaitInputs in;
+  in.waiter = Waiter::reply;
+  in.cpus = cpus;
+  return in;
+}
+
+WaitInputs idle_on(int cpus, Waiter waiter = Waiter::loop_idle) {
+  WaitInputs in;
+  in.waiter = waiter;
+  in.cpus = cpus;
+  return in;
+}
+
+TEST(WaitPolicyDecision, AReplyWaiterWithCpusToSparePollsAboutTwiceItsPartnersRecentReply) {
+  WaitInputs in = reply_on(2);
+  in.partner.recent = microseconds{10};
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+  in.partner.recent = microseconds{1};  // short replies still get the floor
+  EXPECT_EQ(decide_poll(in), microseconds{4});
+  in.partner.recent = microseconds{80};  // capped
+  EXPECT_EQ(decide_poll(in), kMaxPoll);
+}
+
+TEST(WaitPolicyDecision, AnUnknownOrSlowPartnerGetsOnlyTheFloor) {
+  WaitInputs in = reply_on(4);
+  EXPECT_EQ(decide_poll(in), microseconds{4});
+  in.partner.recent = std::chrono::milliseconds{5};
+  EXPECT_EQ(decide_poll(in), microseconds{4});
+}
+
+TEST(WaitPolicyDecision, OneCpuNeverPolls) {
+  EXPECT_EQ(decide_poll(reply_on(1)), nanoseconds::zero());
+  EXPECT_EQ(decide_poll(idle_on(1)), nanoseconds::zero());
+  EXPECT_EQ(decide_poll(idle_on(1, Waiter::worker_idle)), nanoseconds::zero());
+  EXPECT_EQ(decide_poll(reply_on(0)), nanoseconds::zero());  // a nonsense count parks too
+}
+
+TEST(WaitPolicyDecision, MoreReplyPollersThanCpusLeaveParkAtOnce) {
+  // 2 CPUs: one reply poller and its partner fill them; a second poller must park.
+  WaitInputs in = reply_on(2);
+  in.partner.recent = microseconds{10};
+  in.reply_pollers = 1;
+  EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+  // 8 CPUs: six others polling still leave one for this waiter's partner.
+  in.cpus = 8;
+  in.reply_pollers = 6;
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+  in.reply_pollers = 7;
+  EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+}
+
+TEST(WaitPolicyDecision, IdlePollersDoNotCountAgainstAReplyWaiter) {
+  // The partner loop itself is usually the idle poller: it is running, and answers at once.
+  WaitInputs in = reply_on(2);
+  in.idle_pollers = 2;
+  EXPECT_EQ(decide_poll(in), microseconds{4});
+}
+
+TEST(WaitPolicyDecision, ANestedWaitCountsItsPollingCallerAsAReplyPoller) {
+  // Case 3's worker on 2 CPUs: a caller still polling for the worker holds one CPU, so the worker
+  // parks; once the caller has parked, the worker polls for the main loop's reply.
+  WaitInputs in = reply_on(2);
+  in.partner.recent = microseconds{10};
+  in.reply_pollers = 1;
+  EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+  in.reply_pollers = 0;
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+}
+
+TEST(WaitPolicyDecision, IdlePollersStopAtOnePerCpu) {
+  WaitInputs in = idle_on(2, Waiter::worker_idle);
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+  in.idle_pollers = 1;
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+  in.idle_pollers = 2;
+  EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+  in.idle_pollers = 0;
+  in.reply_pollers = 2;  // reply pollers hold the CPUs too
+  EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+}
+
+TEST(WaitPolicyDecision, ContentionStopsEveryWaiter) {
+  for (WaitInputs in : {reply_on(16), idle_on(16), idle_on(16, Waiter::worker_idle)}) {
+    in.contended = true;
+    EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+  }
+}
+
+TEST(WaitPolicyDecision, TheWaitersLimitIsAlwaysHonouredAndNothingExceedsTheCap) {
+  for (const nanoseconds limit : {nanoseconds{0}, nanoseconds{1}, nanoseconds{1500}, kMaxPoll, nanoseconds::max()}) {
+    for (WaitInputs in : {reply_on(1024), idle_on(1024), idle_on(1024, Waiter::worker_idle)}) {
+      in.partner.recent = std::chrono::microseconds{49};
+      in.limit = limit;
+      const nanoseconds budget = decide_poll(in);
+      EXPECT_LE(budget, limit);
+      EXPECT_LE(budget, kMaxPoll);
+      EXPECT_GE(budget, nanoseconds::zero());
+    }
+  }
+  WaitInputs in = reply_on(2);
+  in.partner.recent = nanoseconds::max();  // no overflow in 2 * recent
+  EXPECT_EQ(decide_poll(in), microseconds{4});
+  in.partner.recent = nanoseconds::min();
+  EXPECT_EQ(decide_poll(in), microseconds{4});
+}
+
+TEST(CpuQuota, ParsesCgroupV2CpuMax) {
+  using xthread::detail::cpus_from_cpu_max;
+  EXPECT_EQ(cpus_from_cpu_max("max 100000\n"), std::nullopt);
+  EXPECT_EQ(cpus_from_cpu_max("200000 100000\n"), 2);
+  EXPECT_EQ(cpus_from_cpu_max("150000 100000"), 2);  // rounded up
+  EXPECT_EQ(cpus_from_cpu_max("50000 100000\n"), 1);
+  EXPECT_EQ(cpus_from_cpu_max(""), std::nullopt);
+  EXPECT_EQ(cpus_from_cpu_max("100000"), std::nullopt);
+  EXPECT_EQ(cpus_from_cpu_max("abc 100000"), std::nullopt);
+  EXPECT_EQ(cpus_from_cpu_max("100000 0"), std::nullopt);
+  EXPECT_EQ(cpus_from_cpu_max("-5 100000"), std::nullopt);
+}
+
+TEST(CpuQuota, FindsTheV2PathAndCombines) {
+  using xthread::detail::cgroup_v2_path;
+  using xthread::detail::combine_cpus;
+  EXPECT_EQ(cgroup_v2_path("0::/user.slice/session-1.scope\n"),
+            std::optional<std::string_view>("/user.slice/session-1.scope"));
+  EXPECT_EQ(cgroup_v2_path("12:cpu,cpuacct:/x\n0::/\n"), std::optional<std::string_view>("/"));
+  EXPECT_EQ(cgroup_v2_path("12:cpu,cpuacct:/x\n"), std::nullopt);
+  EXPECT_EQ(cgroup_v2_path(""), std::nullopt);
+  EXPECT_EQ(combine_cpus(8, std::nullopt), 8);
+  EXPECT_EQ(combine_cpus(8, 2), 2);
+  EXPECT_EQ(combine_cpus(2, 8), 2);
+  EXPECT_EQ(combine_cpus(0, std::nullopt), 1);
+  EXPECT_EQ(combine_cpus(4, 0), 1);
+  EXPECT_GE(xthread::detail::usable_cpus(), 1);
+  EXPECT_LE(xthread::detail::usable_cpus(), static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
+}
+
+TEST(WaitPolicyContention, APreemptionStopsPollingForAWindowThatGrowsWhileItRecursAndShrinksAfterACleanPoll) {
+  using Clock = std::chrono::steady_clock;
+  using std::chrono::milliseconds;
+  using xthread::detail::note_poll_clean;
+  using xthread::detail::note_preempted;
+  using xthread::detail::wait_policy_state;
+  // All in the past (the window is judged at a given time), so no other test sees it.
+  const Clock::time_point t = Clock::now() - std::chrono::seconds(100);
+  note_poll_clean();  // the first window: 2 ms
+  note_preempted(t);
+  EXPECT_TRUE(wait_policy_state(t + milliseconds{1}).contended);
+  EXPECT_FALSE(wait_policy_state(t + milliseconds{3}).contended);
+  note_preempted(t + milliseconds{1});  // again within the window: 4 ms from here
+  EXPECT_TRUE(wait_policy_state(t + milliseconds{4}).contended);
+  EXPECT_FALSE(wait_policy_state(t + milliseconds{6}).contended);
+  for (int i = 0; i < 20; ++i) note_preempted(t + milliseconds{2});  // doubles up to 256 ms, no further
+  EXPECT_TRUE(wait_policy_state(t + milliseconds{250}).contended);
+  EXPECT_FALSE(wait_policy_state(t + milliseconds{259}).contended);
+  note_poll_clean();  // back to 2 ms
+  note_preempted(t + std::chrono::seconds(10));
+  EXPECT_TRUE(wait_policy_state(t + std::chrono::seconds(10) + milliseconds{1}).contended);
+  EXPECT_FALSE(wait_policy_state(t + std::chrono::seconds(10) + milliseconds{3}).contended);
+}
+
+TEST(WaitPolicyContention, WhileContendedAPollParksAtOnce) {
+  // Contended from now for at least 50 ms: the poll decides to park, so it checks only its quick
+  // checks and the final one, and never registers.
+  xthread::detail::note_preempted(std::chrono::steady_clock::now() + std::chrono::milliseconds{50});
+  int checks = 0;
+  EXPECT_FALSE(xthread::detail::poll_before_park([&] { return ++checks < 0; }, Waiter::reply));
+  EXPECT_EQ(checks, 65);
+  EXPECT_EQ(xthread::detail::wait_policy_state().reply_pollers, 0);
+}
+
+TEST(PollBeforePark, ReturnsTrueAsSoonAsTheConditionHolds) {
+  int calls = 0;
+  EXPECT_TRUE(xthread::detail::poll_before_park([&] { return ++calls == 3; }, Waiter::reply));
+  EXPECT_EQ(calls, 3);
+}
+
+TEST(PollBeforePark, AZeroLimitIsOneCheck) {
+  int calls = 0;
+  EXPECT_FALSE(
+      xthread::detail::poll_before_park([&] { return ++calls < 0; }, Waiter::reply, Partner{}, nanoseconds{0}));
+  EXPECT_EQ(calls, 1);
+}
+
+TEST(PollBeforePark, NeverPollsUnboundedAndUnregistersWhenItGivesUp) {
+  // A condition that never holds: every waiter kind gives up (the caller would park). Bounded by its
+  // cap or by a preemption; 1 s is a hang, not a slow machine.
+  for (const Waiter waiter : {Waiter::reply, Waiter::loop_idle, Waiter::worker_idle}) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(xthread::detail::poll_before_park([] { return false; }, waiter, Partner{kMaxPoll}));
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+    const auto state = xthread::detail::wait_policy_state();
+    EXPECT_EQ(state.reply_pollers, 0);
+    EXPECT_EQ(state.idle_pollers, 0);
+  }
+}
+
+TEST(PollBeforePark, ConcurrentPollersAreCountedWhileTheyPollAndNeverMoreThanThereAre) {
+  // Many threads poll a flag that a releaser sets once every poller got going; the counters never
+  // exceed the number of threads and return to zero. (The decisions themselves are tested above.)
+  constexpr int kThreads = 6;
+  std::atomic<bool> release{false};
+  std::atomic<int> max_seen{0};
+  std::latch started(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      started.count_down();
+      const Waiter waiter = i % 2 == 0 ? Waiter::reply : Waiter::worker_idle;
+      for (int round = 0; round < 200 && !release.load(std::memory_order_acquire); ++round) {
+        (void)xthread::detail::poll_before_park([&] {
+          const auto state = xthread::detail::wait_policy_state();
+          int seen = max_seen.load(std::memory_order_relaxed);
+          const int now = state.reply_pollers + state.idle_pollers;
+          while (now > seen && !max_seen.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+          }
+          return release.load(std::memory_order_acquire);
+        }, waiter, Partner{microseconds{50}});
+      }
+    });
+  }
+  started.wait();
+  release.store(true, std::memory_order_release);
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_LE(max_seen.load(), kThreads);
+  const auto state = xthread::detail::wait_policy_state();
+  EXPECT_EQ(state.reply_pollers, 0);
+  EXPECT_EQ(state.idle_pollers, 0);
+}
+
+}  // namespace
