@@ -193,7 +193,7 @@ void note_preempted(SteadyClock::time_point now) noexcept {
   // a scheduler slice later): the machine stays busy, so stop polling for longer.
   const std::int64_t last = state.last_preempted.exchange(at, std::memory_order_relaxed);
   if (last != 0 && at >= last && at - last < window + kRecurrence.count()) {
-    window = std::min(2 * window, kLongestWindow.count());
+    window = std::min<std::int64_t>(2 * window, kLongestWindow.count());
     state.window.store(window, std::memory_order_relaxed);
   }
   state.contended_until.store(at + window, std::memory_order_relaxed);
