@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // xthread_napi/spin.hpp — the bridge's own bounded polling (internal): how a synchronous caller waits a
-// few microseconds for a reply before it parks. The bridge keeps its own copy, not the core's
-// detail/spin_wait.hpp, so it depends on no internal header of the core (only on <xthread/errors.hpp>)
+// few microseconds for a reply before it parks. The bridge keeps its own, not the core's wait policy
+// (detail/wait_policy.hpp), so it depends on no internal header of the core (only on <xthread/errors.hpp>)
 // and its waiting can be tuned for a JavaScript thread on its own.
 #pragma once
 
