@@ -168,6 +168,26 @@ void chunked_bulk(std::size_t n, std::size_t workers, Post&& post, Body& body) {
   finished.wait();
 }
 
+// Fork-join for the pools whose join is a task group (oneTBB's task_group, xthread's TaskGroup): the
+// adapter makes one `group` per join and passes `spawn(group, task)`, which adds a task to it; the
+// group's wait() is the join (it helps on the pool's threads). If inline_part or a spawn throws, the
+// group's destructor (in the adapter's frame) waits for what was spawned before the caller's frame goes.
+template <class Group, class Spawn, class F, class G>
+auto group_fork_join(Group& group, Spawn spawn, F& spawned, G& inline_part) {
+  std::invoke_result_t<F&> a{};
+  spawn(group, [&a, &spawned] { a = spawned(); });
+  auto b = inline_part();
+  group.wait();
+  return std::pair{std::move(a), std::move(b)};
+}
+template <std::size_t N, class Group, class Spawn, class Each>
+auto group_fork_all(Group& group, Spawn spawn, Each& each) {
+  std::array<std::invoke_result_t<Each&, std::size_t>, N> results{};
+  for (std::size_t i = 0; i < N; ++i) spawn(group, [&results, &each, i] { results[i] = each(i); });
+  group.wait();
+  return results;
+}
+
 // A callable that runs F and fulfils a promise with its result. operator() is const (oneTBB stores
 // tasks as `const F`), so the promise is mutable; it is called exactly once.
 template <class F>

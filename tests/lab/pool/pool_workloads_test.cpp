@@ -120,6 +120,16 @@ std::size_t series_per_workload(Workload w) {
   return n;
 }
 
+// A tiny lab run's options: these workloads on every pool this build has.
+Options tiny_options(std::vector<Workload> workloads, std::size_t runs) {
+  Options o;
+  o.workloads = std::move(workloads);
+  o.pools = every_pool_name();
+  o.runs = runs;
+  o.params = tiny_params();
+  return o;
+}
+
 std::string Name(const testing::TestParamInfo<std::tuple<Workload, std::string>>& info) {
   std::string name = std::string(workload_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
   std::replace(name.begin(), name.end(), '-', '_');
@@ -349,11 +359,7 @@ TEST(PoolForkJoin, AWrongSumFailsTheRunWithTheValues) {
 }
 
 TEST(PoolForkJoin, ReportHasCannotRowsRatiosToTbbAndGoals) {
-  Options o;
-  o.workloads = {Workload::fib, Workload::skynet};
-  o.pools = every_pool_name();
-  o.runs = 2;
-  o.params = tiny_params();
+  const Options o = tiny_options({Workload::fib, Workload::skynet}, 2);
   Progress quiet(false);
   PoolReport report = run_lab(o, quiet);
   EXPECT_EQ(report.failed_runs(), 0u);
@@ -440,11 +446,8 @@ TEST(PoolCalibration, FineTaskGetsAPositiveWorkCount) {
 }
 
 TEST(PoolLab, TinyRunAggregatesEveryPoolAndReportsAllFormats) {
-  Options o;
-  o.workloads = {Workload::eterfree, Workload::empty, Workload::roundtrip, Workload::fine, Workload::idle};
-  o.pools = every_pool_name();
-  o.runs = 2;
-  o.params = tiny_params();
+  const Options o =
+      tiny_options({Workload::eterfree, Workload::empty, Workload::roundtrip, Workload::fine, Workload::idle}, 2);
   Progress quiet(false);
   PoolReport report = run_lab(o, quiet);
 
@@ -490,11 +493,7 @@ TEST(PoolLab, TinyRunAggregatesEveryPoolAndReportsAllFormats) {
 }
 
 TEST(PoolLab, TinyBurstAndOversubscribedGiveSaneJson) {
-  Options o;
-  o.workloads = {Workload::oversubscribed, Workload::burst};
-  o.pools = every_pool_name();
-  o.runs = 1;
-  o.params = tiny_params();
+  const Options o = tiny_options({Workload::oversubscribed, Workload::burst}, 1);
   Progress quiet(false);
   PoolReport report = run_lab(o, quiet);
   EXPECT_EQ(report.failed_runs(), 0u);

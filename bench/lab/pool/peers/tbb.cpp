@@ -79,20 +79,13 @@ class TbbAdapter {
 
   template <class F, class G>
   auto fork_join(F&& spawned, G&& inline_part) {
-    std::invoke_result_t<F&> a{};
-    tbb::task_group group;  // if inline_part throws, its destructor waits for the spawned task
-    group.run([&a, &spawned] { a = spawned(); });
-    auto b = std::forward<G>(inline_part)();
-    group.wait();
-    return std::pair{std::move(a), std::move(b)};
+    tbb::task_group group;
+    return group_fork_join(group, run_in, spawned, inline_part);
   }
   template <std::size_t N, class Each>
   auto fork_all(Each& each) {
-    std::array<std::invoke_result_t<Each&, std::size_t>, N> results{};
     tbb::task_group group;
-    for (std::size_t i = 0; i < N; ++i) group.run([&results, &each, i] { results[i] = each(i); });
-    group.wait();
-    return results;
+    return group_fork_all<N>(group, run_in, each);
   }
 
  private:
@@ -100,6 +93,11 @@ class TbbAdapter {
   std::optional<tbb::global_control> control_;
   std::optional<tbb::task_arena> arena_;
   std::optional<tbb::task_group> group_;
+
+  // Called inside the arena's tasks only: the nested group belongs to the arena the caller runs in.
+  static constexpr auto run_in = [](tbb::task_group& group, auto&& task) {
+    group.run(std::forward<decltype(task)>(task));
+  };
 };
 static_assert(ForkJoinAdapter<TbbAdapter>);
 

@@ -85,27 +85,21 @@ class XthreadGroupAdapter : public XthreadAdapter {
 
   template <class F, class G>
   auto fork_join(F&& spawned, G&& inline_part) {
-    std::invoke_result_t<F&> a{};
     xthread::TaskGroup group{pool()};
-    spawn(group, [&a, &spawned] { a = spawned(); });
-    auto b = std::forward<G>(inline_part)();
-    group.wait();
-    return std::pair{std::move(a), std::move(b)};
+    return group_fork_join(group, spawn, spawned, inline_part);
   }
   template <std::size_t N, class Each>
   auto fork_all(Each& each) {
-    std::array<std::invoke_result_t<Each&, std::size_t>, N> results{};
-    xthread::TaskGroup group{pool()};  // its destructor waits for what was spawned if a post throws
-    for (std::size_t i = 0; i < N; ++i) spawn(group, [&results, &each, i] { results[i] = each(i); });
-    group.wait();
-    return results;
+    xthread::TaskGroup group{pool()};
+    return group_fork_all<N>(group, spawn, each);
   }
 
  private:
-  template <class F>
-  static void spawn(xthread::TaskGroup& group, F&& f) {
-    if (!group.post(std::forward<F>(f))) throw std::logic_error("xthread::TaskGroup::post refused a task");
-  }
+  static constexpr auto spawn = [](xthread::TaskGroup& group, auto&& task) {
+    if (!group.post(std::forward<decltype(task)>(task))) {
+      throw std::logic_error("xthread::TaskGroup::post refused a task");
+    }
+  };
 };
 static_assert(ForkJoinAdapter<XthreadGroupAdapter>);
 
