@@ -23,9 +23,24 @@
 // Threads: post/submit may be called from several threads at once (the `producers` and
 // `oversubscribed` workloads do); bulk and drain are called from the thread that owns the adapter.
 // The destructor waits for queued work and joins the workers.
+//
+// Fork-join (the fib and skynet workloads) needs more: a task that spawns subtasks and waits for them
+// inside the pool. An adapter whose pool can wait there without deadlock (its waits help: the waiting
+// worker runs other tasks of the pool) also offers, per ForkJoinAdapter below:
+//   a.fork_join(spawned, inline_part)  spawns `spawned` as a task of the pool, runs `inline_part` on the
+//                                      calling task, waits for the spawned one; returns {spawned(), inline()}
+//   a.fork_all<N>(each)                spawns each(0) .. each(N-1) as N tasks of the pool and waits for all;
+//                                      returns their results in index order
+// Both are called only from tasks running on the pool (the workload's root task and its descendants),
+// never from the producer, and each waits with its pool's own nested wait (xthread Future::get or
+// TaskGroup::wait, oneTBB task_group::wait). The root itself is handed over with post(), so the producer
+// never joins the pool: every pool runs the tree on exactly its N workers. A pool without a nested wait
+// that helps (Boost.Asio's thread_pool, the naive pool) deadlocks once every worker waits: it is not a
+// ForkJoinAdapter, and the lab shows it as a "cannot" row with the reason (pool/peers.cpp).
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <concepts>
 #include <cstddef>
@@ -48,6 +63,9 @@ struct ConceptProbeValueTask {
 struct ConceptProbeBody {
   void operator()(std::size_t) const noexcept {}
 };
+struct ConceptProbeEach {
+  int operator()(std::size_t) const noexcept { return 0; }
+};
 
 template <class A>
 concept PoolAdapter = std::is_constructible_v<A, std::size_t> && requires(A& a, std::size_t n, ConceptProbeBody body) {
@@ -56,6 +74,12 @@ concept PoolAdapter = std::is_constructible_v<A, std::size_t> && requires(A& a, 
   { a.submit(ConceptProbeValueTask{}).get() } -> std::same_as<int>;
   a.bulk(n, body);
   a.drain();
+};
+
+template <class A>
+concept ForkJoinAdapter = PoolAdapter<A> && requires(A& a, ConceptProbeEach& each) {
+  { a.fork_join(ConceptProbeValueTask{}, ConceptProbeValueTask{}) } -> std::same_as<std::pair<int, int>>;
+  { a.template fork_all<2>(each) } -> std::same_as<std::array<int, 2>>;
 };
 
 // How every workload learns that its tasks ran, for every pool alike (printed by the lab and stored
@@ -68,7 +92,11 @@ inline constexpr const char* kCompletionMethod =
     "submits with its own API. futures/roundtrip also get() every future (their subject; each pool's own future: std::future for asio, tbb and naive, "
     "xthread::Future for xthread, whose get() polls before it sleeps), bulk is one "
     "blocking parallel-for (its return is the measured operation); every task also marks its own ledger slot "
-    "(exactly-once check), in every pool";
+    "(exactly-once check), in every pool. fib and skynet (fork-join) hand the pool one root task and arm the "
+    "counter with 1: the root's last action, after its own join has returned the whole tree's result, is that "
+    "done(), so their completion is the root's join; every spawned task is joined by its parent with the pool's "
+    "own nested wait, and the result (fib(n), the skynet sum) and the task count returned up through the joins "
+    "are checked instead of a ledger";
 
 // The one completion counter of every workload. arm(n) before handing n tasks to a pool; each task
 // calls done() as its last action; wait() returns once all n did, and everything the tasks did before
@@ -138,6 +166,26 @@ void chunked_bulk(std::size_t n, std::size_t workers, Post&& post, Body& body) {
     throw;
   }
   finished.wait();
+}
+
+// Fork-join for the pools whose join is a task group (oneTBB's task_group, xthread's TaskGroup): the
+// adapter makes one `group` per join and passes `spawn(group, task)`, which adds a task to it; the
+// group's wait() is the join (it helps on the pool's threads). If inline_part or a spawn throws, the
+// group's destructor (in the adapter's frame) waits for what was spawned before the caller's frame goes.
+template <class Group, class Spawn, class F, class G>
+auto group_fork_join(Group& group, Spawn spawn, F& spawned, G& inline_part) {
+  std::invoke_result_t<F&> a{};
+  spawn(group, [&a, &spawned] { a = spawned(); });
+  auto b = inline_part();
+  group.wait();
+  return std::pair{std::move(a), std::move(b)};
+}
+template <std::size_t N, class Group, class Spawn, class Each>
+auto group_fork_all(Group& group, Spawn spawn, Each& each) {
+  std::array<std::invoke_result_t<Each&, std::size_t>, N> results{};
+  for (std::size_t i = 0; i < N; ++i) spawn(group, [&results, &each, i] { results[i] = each(i); });
+  group.wait();
+  return results;
 }
 
 // A callable that runs F and fulfils a promise with its result. operator() is const (oneTBB stores

@@ -46,13 +46,15 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
   CLI::App* cmd = app.add_subcommand(
       "pool",
       "Thread pools: study 004 (Eterfree) as published, then what separates pools.\n"
-      "Pools: xthread, asio (boost::asio::thread_pool), tbb (oneTBB task_arena + task_group), naive (mutex + "
-      "condvar + deque).\n"
+      "Pools: xthread, xthread-group (xthread's TaskGroup; fib and skynet only), asio (boost::asio::thread_pool), "
+      "tbb (oneTBB task_arena + task_group), naive (mutex + condvar + deque).\n"
       "Workloads: eterfree (the study: 16 threads, 100000 tasks of 10000 volatile increments + 1 ms sleep), empty, "
       "futures, bulk, roundtrip, fine (~1 us tasks), producers, oversubscribed (8 producers into 16 workers), burst "
-      "(one 300 ms task, then 63 of 1 ms, 4 workers: head-of-line blocking), idle.\n"
+      "(one 300 ms task, then 63 of 1 ms, 4 workers: head-of-line blocking), idle, and fork-join: fib (fib(--fib-n) "
+      "with a spawn per call) and skynet (10^6 leaves, fan-out 10); asio and naive cannot nest waits (rows say so).\n"
       "Every pool counts completions the same way: each task's last action is one fetch_sub on one shared counter "
-      "and the task that reaches zero wakes the producer; no pool's own wait_idle is used for it.\n"
+      "and the task that reaches zero wakes the producer; no pool's own wait_idle is used for it (fib and skynet: "
+      "one root task, whose join ends the tree, and a checked result).\n"
       "The default run (every workload and pool, 10 runs) takes about 6-7 minutes on a 2-core machine, 5 of them in "
       "eterfree (10 runs x 4 pools x ~7 s); e.g. `--runs 7 --tasks 20000` takes about 2 minutes.");
   cmd->footer(
@@ -61,11 +63,11 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       "(~100-200 bytes each), so 10000000 tasks stay under ~2 GB. Durations are at most 60s each.");
   cmd->add_option("--workload", raw->workloads,
                   "Comma-separated workloads, or all: eterfree, empty, futures, bulk, roundtrip, fine, producers, "
-                  "oversubscribed, burst, idle")
+                  "oversubscribed, burst, idle, fib, skynet")
       ->type_name("LIST")
       ->capture_default_str()
       ->check(list_of(workload_names()));
-  cmd->add_option("--pools", raw->pools, "Comma-separated pools, or all: xthread, asio, tbb, naive")
+  cmd->add_option("--pools", raw->pools, "Comma-separated pools, or all: xthread, xthread-group, asio, tbb, naive")
       ->type_name("LIST")
       ->capture_default_str()
       ->check(list_of(pool_names()));
@@ -88,7 +90,7 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       ->check(count_in(1, kMaxTasks));
   cmd->add_option("--ops", raw->ops,
                   "Tasks per run of every overhead workload (default: empty 200000, futures 100000, bulk 4000000, "
-                  "roundtrip 10000, fine 100000, producers 200000, oversubscribed 200000; not burst)")
+                  "roundtrip 10000, fine 100000, producers 200000, oversubscribed 200000; not burst, fib, skynet)")
       ->type_name("N")
       ->check(count_in(1, kMaxTasks));
   cmd->add_option("--window", raw->window, "Eterfree: the study's fixed counting window")
@@ -111,6 +113,10 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
       ->type_name("DURATION")
       ->capture_default_str()
       ->check(duration_in(kMinBurst, kMaxBurst));
+  cmd->add_option("--fib-n", raw->fib_n, "Fib: n of fib(n), one spawn per call (fib(n + 1) tasks: 2178309 for 31)")
+      ->type_name("N")
+      ->capture_default_str()
+      ->check(count_in(pool::kMinFibN, pool::kMaxFibN));
   add_output_flags(*cmd, raw->format, raw->out, raw->quiet,
                    "Directory for results.json, results.csv, report.txt and PNG charts",
                    "No progress line on stderr (it is only shown on a terminal anyway)");
@@ -125,7 +131,10 @@ void register_pool_command(CLI::App& app, CommandResult& result) {
 
     const std::size_t failed = report.failed_runs();
     if (failed > 0) {
-      std::fprintf(stderr, "xthread-bench: pool: %zu run(s) failed: a task ran never or more than once\n", failed);
+      std::fprintf(stderr,
+                   "xthread-bench: pool: %zu run(s) failed: a task ran never or more than once, or a fork-join "
+                   "result was wrong (see FAILED RUNS)\n",
+                   failed);
     }
     const int written = publish("pool", render_all(report), options.format, out ? &*out : nullptr, options.quiet);
     result.exit_code = failed > 0 ? 1 : written;

@@ -114,6 +114,8 @@ Options parse_options(const RawOptions& raw) {
   o.params.idle_window = positive_duration("--idle-window", raw.idle_window);
   o.params.burst_long = positive_duration("--burst-long", raw.burst_long);
   o.params.burst_short = positive_duration("--burst-short", raw.burst_short);
+  o.params.fib_n =
+      static_cast<unsigned>(for_flag("--fib-n", [&] { return parse_count(raw.fib_n, kMinFibN, kMaxFibN); }));
   o.format = parse_format(raw.format);
   if (!raw.out.empty()) o.out = raw.out;
   o.quiet = raw.quiet;
@@ -176,33 +178,47 @@ PoolReport run_lab(const Options& options, Progress& progress) {
         {"long_ns", params.burst_long.count()},
         {"short_ns", params.burst_short.count()},
         {"body", "sleep_for (see burst_task in bench/lab/pool/workloads.hpp)"}}},
+      {"fork_join",
+       {{"fib_n", params.fib_n},
+        {"fib_value", fib_value(params.fib_n)},
+        {"skynet_leaves", skynet_leaves(params.skynet_depth)},
+        {"skynet_fan_out", kSkynetFanOut},
+        {"skynet_sum", skynet_leaves(params.skynet_depth) * (skynet_leaves(params.skynet_depth) - 1) / 2},
+        {"ratio_to", "tbb"}}},
       {"completion_method", kCompletionMethod},
       {"goal_min_runs", kGoalMinRuns},
       {"warm_up_tasks_per_thread", kWarmUpTasksPerThread},
       {"bulk_chunks_per_worker", kChunksPerWorker},
       {"order", "interleaved: for each workload, for each run, every pool in turn"}};
 
+  std::size_t measured = 0;  // series with runs
   for (Workload w : options.workloads) {
     for (const std::string& pool : options.pools) {
+      const Peer& peer = *find_peer(pool);
+      const Part part = part_of(peer, w);
+      if (part == Part::none) continue;
       Series s;
       s.workload = w;
       s.pool = pool;
       s.threads = threads_for(w, params);
       s.tasks = tasks_for(w, params);
+      if (part == Part::cannot) s.cannot = std::string(peer.cannot_fork_join);
+      measured += part == Part::run ? 1 : 0;
       report.series.push_back(std::move(s));
     }
   }
 
-  const std::size_t total = options.workloads.size() * options.pools.size() * options.runs;
+  const std::size_t total = measured * options.runs;
   std::size_t done = 0;
   for (Workload w : options.workloads) {
     for (std::size_t run = 0; run < options.runs; ++run) {
       for (const std::string& pool : options.pools) {
+        const Peer& peer = *find_peer(pool);
+        if (part_of(peer, w) != Part::run) continue;
         progress.update("pool: " + std::string(workload_name(w)) + " run " + std::to_string(run + 1) + "/" +
                         std::to_string(options.runs) + " " + pool + "  (" + std::to_string(done + 1) + "/" +
                         std::to_string(total) + ")");
-        const Peer* peer = find_peer(pool);
-        report.find(w, pool)->runs.push_back(peer->run(w, params));
+        report.find(w, pool)->runs.push_back(peer.run(w, params));
         ++done;
       }
     }

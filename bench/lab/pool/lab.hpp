@@ -27,6 +27,7 @@ struct RawOptions {
   std::string idle_window = "1s";
   std::string burst_long = "300ms";
   std::string burst_short = "1ms";
+  std::string fib_n = "31";
   std::string format = "table";
   std::string out;      // empty = no output directory
   bool quiet = false;
@@ -34,7 +35,7 @@ struct RawOptions {
 
 struct Options {
   std::vector<Workload> workloads;   // in the canonical order, without duplicates
-  std::vector<std::string> pools;    // in the canonical order (xthread asio tbb naive), without duplicates
+  std::vector<std::string> pools;    // in the canonical order (all_peers()), without duplicates
   std::size_t runs = 10;
   WorkloadParams params;
   Format format = Format::table;
@@ -47,6 +48,8 @@ Options parse_options(const RawOptions& raw);
 
 // Runs every selected workload `runs` times on every selected pool, interleaving the pools
 // (A B C D A B C D ...), and aggregates. Progress goes to `progress` (a no-op unless enabled on a TTY).
+// A pool that cannot run a workload (part_of(), pool/peers.hpp: Boost.Asio and the naive pool in fib and
+// skynet) gets a series with its reason and no runs; a fork-join-only pool gets no series in the others.
 PoolReport run_lab(const Options& options, Progress& progress);
 
 }  // namespace xthread_lab::pool

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -82,6 +83,22 @@ std::string describe(const PoolReport& report, Workload w, const Series& any) {
       return "idle: " + threads + " idle workers (after a warm-up and " + std::to_string(detail::kIdleSettle.count()) +
              " ms to settle) for " + num(static_cast<double>(c.value("idle_window_ns", std::int64_t{0})) * 1e-6) +
              " ms: CPU of the pool's threads (every thread but the measuring one, /proc/self/task/*/schedstat)";
+    case Workload::fib:
+    case Workload::skynet: {
+      const auto f = c.contains("fork_join") ? c["fork_join"] : nlohmann::json::object();
+      const std::string shape =
+          w == Workload::fib
+              ? "fib: fib(" + std::to_string(f.value("fib_n", 0)) +
+                    ") with a spawn per call (fib(n - 1) spawned, fib(n - 2) inline, then the join), result checked "
+                    "(" +
+                    std::to_string(f.value("fib_value", std::uint64_t{0})) + ")"
+              : "skynet: " + std::to_string(f.value("skynet_leaves", std::uint64_t{0})) + " leaves, fan-out " +
+                    std::to_string(f.value("skynet_fan_out", 0)) +
+                    " (every node spawns its children and joins them; a leaf returns its index), sum checked (" +
+                    std::to_string(f.value("skynet_sum", std::uint64_t{0})) + ")";
+      return shape + "; " + n + " tasks, the root included; " + threads +
+             " workers; the root is posted and the producer waits for the root's join";
+    }
   }
   return "";
 }
@@ -214,6 +231,25 @@ void overhead_section(const PoolReport& report, Workload w, std::string& out) {
       for (const Series* s : rows) t.row({s->pool, range_text(s->cpu_percent), runs_text(*s)});
       break;
     }
+    case Workload::fib:
+    case Workload::skynet: {
+      const auto ratio = [](const std::optional<double>& r) { return r ? fmt("%.2fx", *r) : std::string("-"); };
+      t.row({"pool", "wall ms median [min - max]", "CPU ms median [min - max]", "wall / tbb", "CPU / tbb",
+             "wall ns/task", "CPU ns/task", "runs ok"});
+      t.rule();
+      std::string reasons;
+      for (const Series* s : rows) {
+        if (s->cannot) {
+          t.row({s->pool, "cannot", "-", "-", "-", "-", "-", "-"});
+          reasons += "  " + s->pool + " cannot: " + *s->cannot + "\n";
+          continue;
+        }
+        t.row({s->pool, range_text(s->tree_wall_ms), range_text(s->tree_cpu_ms), ratio(s->wall_over_tbb),
+               ratio(s->cpu_over_tbb), num(s->wall_ns_per_task.median), num(s->cpu_ns_per_task.median), runs_text(*s)});
+      }
+      out += t.render() + reasons + "\n";
+      return;
+    }
     default: {
       const bool fine = w == Workload::fine;
       if (fine && report.fine) {
@@ -307,7 +343,7 @@ std::string render_csv(const PoolReport& report) {
   std::ostringstream out;
   out << "workload,pool,run,ok,threads,expected,ran,wall_s,cpu_s,tasks_per_s,wall_ns_per_task,cpu_ns_per_task,"
          "latency_p50_ns,latency_p99_ns,window_tasks,window_ms,completion_ms,cpu_percent,counted,"
-         "burst_last_short_ms,burst_long_ms,failure\n";
+         "burst_last_short_ms,burst_long_ms,fork_join_value,failure\n";
   for (const auto& s : report.series) {
     for (std::size_t i = 0; i < s.runs.size(); ++i) {
       const RunSample& r = s.runs[i];
@@ -336,6 +372,8 @@ std::string render_csv(const PoolReport& report) {
       } else {
         out << ',';
       }
+      out << ',';
+      if (is_fork_join(s.workload)) out << r.fork_join_value;
       out << ',' << csv_escape(r.failure) << '\n';
     }
   }

@@ -58,7 +58,7 @@ std::string fmt(const char* format, double value) {
 
 void aggregate_series(const PoolReport& report, Series& s) {
   std::vector<double> tps, wall_ns, cpu_ns, p50, p99, cpu_pct, eff, w_tasks, w_ms, w_tpm, c_ms, c_tpm;
-  std::vector<double> b_last, b_long, b_after;
+  std::vector<double> b_last, b_long, b_after, tree_wall, tree_cpu;
   s.failed = 0;
   for (const RunSample& r : s.runs) {
     if (!r.ok) {
@@ -88,6 +88,10 @@ void aggregate_series(const PoolReport& report, Series& s) {
     if (s.workload == Workload::fine && report.fine_ceiling_tasks_per_s > 0 && r.wall_s > 0) {
       eff.push_back(n / r.wall_s / report.fine_ceiling_tasks_per_s);
     }
+    if (is_fork_join(s.workload)) {
+      tree_wall.push_back(r.wall_s * 1e3);
+      tree_cpu.push_back(r.cpu_s * 1e3);
+    }
     if (s.workload == Workload::burst) {
       b_last.push_back(r.burst_last_short_ms);
       b_long.push_back(r.burst_long_ms);
@@ -110,6 +114,8 @@ void aggregate_series(const PoolReport& report, Series& s) {
   s.burst_last_short_ms = range_of(b_last);
   s.burst_long_ms = range_of(b_long);
   s.burst_short_after_long = range_of(b_after);
+  s.tree_wall_ms = range_of(tree_wall);
+  s.tree_cpu_ms = range_of(tree_cpu);
   s.burst_over_ideal.reset();
   if (s.workload == Workload::burst && !b_last.empty() && report.burst_ideal_ms > 0) {
     s.burst_over_ideal = s.burst_last_short_ms.median / report.burst_ideal_ms;
@@ -139,6 +145,10 @@ void aggregate_series(const PoolReport& report, Series& s) {
     case Workload::burst:
       h = {"last short task done, since the burst was posted", "ms", false, s.burst_last_short_ms};
       break;
+    case Workload::fib:
+    case Workload::skynet:
+      h = {"wall time of the tree (root posted to root joined)", "ms", false, s.tree_wall_ms};
+      break;
     default:
       h = {"throughput", "M tasks/s", true, scaled_range(s.tasks_per_s, 1e-6)};
       break;
@@ -147,12 +157,15 @@ void aggregate_series(const PoolReport& report, Series& s) {
 
 std::size_t ok_runs(const Series* s) { return s == nullptr ? 0 : s->runs.size() - s->failed; }
 
+// xthread's rows: "xthread" and the other ways to drive it ("xthread-group"); never a peer.
+bool is_xthread_row(std::string_view pool) { return pool == "xthread" || pool.starts_with("xthread-"); }
+
 // The best pool other than xthread that ran `workload` successfully, by `metric` (nullptr if none).
 template <class Metric>
 const Series* best_peer(const PoolReport& report, Workload workload, Metric metric, bool lower_is_better) {
   const Series* best = nullptr;
   for (const Series& s : report.series) {
-    if (s.workload != workload || s.pool == "xthread" || ok_runs(&s) == 0) continue;
+    if (s.workload != workload || is_xthread_row(s.pool) || ok_runs(&s) == 0) continue;
     if (best == nullptr || (lower_is_better ? metric(s) < metric(*best) : metric(s) > metric(*best))) best = &s;
   }
   return best;
@@ -184,9 +197,9 @@ double cpu_ns(const Series& s) { return s.cpu_ns_per_task.median; }
 double tps(const Series& s) { return s.tasks_per_s.median; }
 double wall_ns(const Series& s) { return s.wall_ns_per_task.median; }
 
-// xthread's series for a workload, or nullptr when it did not run (successfully).
-const Series* xthread_of(const PoolReport& report, Workload w) {
-  const Series* s = report.find(w, "xthread");
+// xthread's series for a workload (or another of its rows), or nullptr when it did not run (successfully).
+const Series* xthread_of(const PoolReport& report, Workload w, std::string_view row = "xthread") {
+  const Series* s = report.find(w, row);
   return ok_runs(s) > 0 ? s : nullptr;
 }
 
@@ -316,6 +329,30 @@ void add_goals(PoolReport& report) {
     }
     report.goals.push_back(g);
   }
+  // Fork-join (issue #26): both ways of driving xthread, against the best peer that can run the tree
+  // (oneTBB; Boost.Asio and the naive pool cannot). The value is the larger of the wall and CPU ratios.
+  for (Workload w : {Workload::fib, Workload::skynet}) {
+    for (const auto& [row, how] : {std::pair{"xthread", "submit + get"}, std::pair{"xthread-group", "TaskGroup"}}) {
+      Goal g = unmeasured(
+          std::string(workload_name(w)) + ": " + row + " (" + how + ") wall and CPU time <= 1.5x the best peer's", 1.5);
+      const auto wall = [](const Series& x) { return x.tree_wall_ms.median; };
+      const auto cpu = [](const Series& x) { return x.tree_cpu_ms.median; };
+      const Series* s = xthread_of(report, w, row);
+      const Series* p = best_peer(report, w, wall, true);
+      if (s && !p) g = unmeasured(g.name, g.target, kNoPeer);
+      if (s && p && wall(*p) > 0 && cpu(*p) > 0) {
+        const double wall_ratio = wall(*s) / wall(*p);
+        const double cpu_ratio = cpu(*s) / cpu(*p);
+        g.value = std::max(wall_ratio, cpu_ratio);
+        g.best_peer = p->pool;
+        g.measured = "wall " + fmt("%.2fx", wall_ratio) + ", CPU " + fmt("%.2fx", cpu_ratio) + ": " + row + " " +
+                     fmt("%.1f", wall(*s)) + " vs " + p->pool + " " + fmt("%.1f", wall(*p)) + " ms (CPU " +
+                     fmt("%.1f", cpu(*s)) + " vs " + fmt("%.1f", cpu(*p)) + " ms)";
+        decide(g, *g.value <= g.target, std::min(ok_runs(s), ok_runs(p)));
+      }
+      report.goals.push_back(g);
+    }
+  }
 }
 
 nlohmann::json run_json(const Series& s, std::size_t index, const RunSample& r) {
@@ -332,6 +369,9 @@ nlohmann::json run_json(const Series& s, std::size_t index, const RunSample& r) 
     j["burst"] = {{"last_short_ms", r.burst_last_short_ms},
                   {"long_ms", r.burst_long_ms},
                   {"short_after_long", r.burst_short_after_long}};
+  }
+  if (is_fork_join(s.workload)) {
+    j["fork_join"] = {{"value", r.fork_join_value}, {"expected_value", r.fork_join_expected_value}};
   }
   if (s.workload == Workload::eterfree) {
     j["window"] = {{"tasks", r.window_tasks},
@@ -380,6 +420,14 @@ void aggregate(PoolReport& report) {
     }
   }
   for (auto& s : report.series) aggregate_series(report, s);
+  for (auto& s : report.series) {  // fork-join rows beside oneTBB's, when it ran them in this report
+    s.wall_over_tbb.reset();
+    s.cpu_over_tbb.reset();
+    const Series* tbb = report.find(s.workload, "tbb");
+    if (!is_fork_join(s.workload) || ok_runs(&s) == 0 || ok_runs(tbb) == 0) continue;
+    if (tbb->tree_wall_ms.median > 0) s.wall_over_tbb = s.tree_wall_ms.median / tbb->tree_wall_ms.median;
+    if (tbb->tree_cpu_ms.median > 0) s.cpu_over_tbb = s.tree_cpu_ms.median / tbb->tree_cpu_ms.median;
+  }
   add_goals(report);
 }
 
@@ -427,6 +475,7 @@ nlohmann::json render_json(const PoolReport& report) {
   doc["calibration"] = cal;
 
   nlohmann::json results = nlohmann::json::array();
+  const auto optional_number = [](const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(); };
   for (const Series& s : report.series) {
     nlohmann::json j = {{"workload", workload_name(s.workload)},
                         {"pool", s.pool},
@@ -435,9 +484,6 @@ nlohmann::json render_json(const PoolReport& report) {
                         {"completion", completion_of(s.workload)},
                         {"runs_ok", s.runs.size() - s.failed},
                         {"runs_failed", s.failed},
-                        {"tasks_per_s", s.tasks_per_s},
-                        {"wall_ns_per_task", s.wall_ns_per_task},
-                        {"cpu_ns_per_task", s.cpu_ns_per_task},
                         {"headline",
                          {{"name", s.headline.name},
                           {"unit", s.headline.unit},
@@ -445,6 +491,16 @@ nlohmann::json render_json(const PoolReport& report) {
                           {"median", s.headline.value.median},
                           {"min", s.headline.value.min},
                           {"max", s.headline.value.max}}}};
+    if (s.cannot) {  // no measurement at all: the reason, and null where a number would be
+      j["cannot"] = *s.cannot;
+      for (const char* key : {"median", "min", "max"}) j["headline"][key] = nullptr;
+      j["runs"] = nlohmann::json::array();
+      results.push_back(std::move(j));
+      continue;
+    }
+    j["tasks_per_s"] = s.tasks_per_s;
+    j["wall_ns_per_task"] = s.wall_ns_per_task;
+    j["cpu_ns_per_task"] = s.cpu_ns_per_task;
     if (s.workload == Workload::roundtrip) {
       j["latency_ns"] = {{"p50", s.latency_p50_ns}, {"p99", s.latency_p99_ns}};
       j["p50_over_futex_floor"] = s.p50_over_futex_floor ? nlohmann::json(*s.p50_over_futex_floor) : nlohmann::json();
@@ -458,6 +514,12 @@ nlohmann::json render_json(const PoolReport& report) {
                     {"over_ideal", s.burst_over_ideal ? nlohmann::json(*s.burst_over_ideal) : nlohmann::json()}};
     }
     if (s.workload == Workload::eterfree || s.workload == Workload::fine) j["efficiency"] = s.efficiency;
+    if (is_fork_join(s.workload)) {
+      j["fork_join"] = {{"wall_ms", s.tree_wall_ms},
+                        {"cpu_ms", s.tree_cpu_ms},
+                        {"wall_over_tbb", optional_number(s.wall_over_tbb)},
+                        {"cpu_over_tbb", optional_number(s.cpu_over_tbb)}};
+    }
     if (s.workload == Workload::eterfree) {
       j["eterfree"] = {{"window",
                         {{"avg_tasks", s.window_avg_tasks},

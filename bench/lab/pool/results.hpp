@@ -51,6 +51,8 @@ struct Series {
   std::size_t threads = 0;     // worker threads of the pool
   std::uint64_t tasks = 0;     // tasks per run
   std::vector<RunSample> runs;
+  // Set when the pool cannot run the workload (Part::cannot, pool/peers.hpp): why; the series has no runs.
+  std::optional<std::string> cannot;
 
   // Filled by aggregate(), over the runs with ok == true.
   std::size_t failed = 0;
@@ -71,6 +73,9 @@ struct Series {
   Range burst_long_ms;                               // when the long task finished
   Range burst_short_after_long;                      // short tasks that finished after the long one
   std::optional<double> burst_over_ideal;            // median last_short_ms / PoolReport::burst_ideal_ms (nominal)
+  // fib, skynet: the whole tree (root posted to root joined), and the medians over oneTBB's in this run
+  Range tree_wall_ms, tree_cpu_ms;
+  std::optional<double> wall_over_tbb, cpu_over_tbb;
   Headline headline;
 };
 

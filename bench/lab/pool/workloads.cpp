@@ -34,6 +34,10 @@ std::string_view workload_name(Workload workload) {
       return "burst";
     case Workload::idle:
       return "idle";
+    case Workload::fib:
+      return "fib";
+    case Workload::skynet:
+      return "skynet";
   }
   return "?";
 }
@@ -45,6 +49,9 @@ std::string_view completion_of(Workload workload) {
       return "futures + counter";
     case Workload::bulk:
       return "parallel-for return + ledger";
+    case Workload::fib:
+    case Workload::skynet:
+      return "root join + result";
     default:
       return "counter";
   }
@@ -79,6 +86,10 @@ std::uint64_t default_ops(Workload workload) {
       return 64;             // 1 long + burst_short_tasks; --ops does not apply
     case Workload::idle:
       return 0;               // no timed tasks
+    case Workload::fib:
+      return fib_tasks(WorkloadParams{}.fib_n);  // --fib-n governs it; --ops does not apply
+    case Workload::skynet:
+      return skynet_tasks(WorkloadParams{}.skynet_depth);  // fixed: 10^6 leaves; --ops does not apply
   }
   return 0;
 }
@@ -105,6 +116,10 @@ std::uint64_t tasks_for(Workload workload, const WorkloadParams& params) {
       return 1 + params.burst_short_tasks;
     case Workload::idle:
       return threads_for(workload, params) * kWarmUpTasksPerThread;
+    case Workload::fib:
+      return fib_tasks(params.fib_n);
+    case Workload::skynet:
+      return skynet_tasks(params.skynet_depth);
     default:
       return params.ops != 0 ? params.ops : default_ops(workload);
   }

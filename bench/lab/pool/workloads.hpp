@@ -14,7 +14,9 @@
 // count down the shared counter and the producer still waits on it), and bulk is one blocking
 // parallel-for whose return is the measured operation (no per-index counter: it would measure the
 // counter, not the pool; the ledger counts its indices). Every task also marks its own ledger slot, in
-// every pool, so the exactly-once check costs every pool the same.
+// every pool, so the exactly-once check costs every pool the same. The fork-join workloads (fib, skynet)
+// hand over one root task instead (the counter is armed with 1; completion is the root's join) and check
+// their result and the task count returned through the joins instead of a ledger (see run_fork_join).
 #pragma once
 
 #include <algorithm>
@@ -42,16 +44,35 @@
 namespace xthread_lab::pool {
 
 // Canonical order; kAllWorkloads[i] == Workload(i).
-enum class Workload { eterfree, empty, futures, bulk, roundtrip, fine, producers, oversubscribed, burst, idle };
+enum class Workload {
+  eterfree,
+  empty,
+  futures,
+  bulk,
+  roundtrip,
+  fine,
+  producers,
+  oversubscribed,
+  burst,
+  idle,
+  fib,
+  skynet
+};
 
-inline constexpr std::array<Workload, 10> kAllWorkloads = {
-    Workload::eterfree, Workload::empty,     Workload::futures,        Workload::bulk,  Workload::roundtrip,
-    Workload::fine,     Workload::producers, Workload::oversubscribed, Workload::burst, Workload::idle};
+inline constexpr std::array<Workload, 12> kAllWorkloads = {
+    Workload::eterfree,  Workload::empty, Workload::futures,   Workload::bulk,
+    Workload::roundtrip, Workload::fine,  Workload::producers, Workload::oversubscribed,
+    Workload::burst,     Workload::idle,  Workload::fib,       Workload::skynet};
+
+// The fork-join workloads: a task spawns subtasks and waits for them inside the pool, which only a pool
+// whose nested waits help can run (ForkJoinAdapter, pool/adapter.hpp).
+constexpr bool is_fork_join(Workload workload) { return workload == Workload::fib || workload == Workload::skynet; }
 
 std::string_view workload_name(Workload workload);
 std::optional<Workload> find_workload(std::string_view name);
 // How the workload learns that its tasks ran (the same for every pool): "counter",
-// "futures + counter" or "parallel-for return + ledger" (bulk). See the comment at the top.
+// "futures + counter", "parallel-for return + ledger" (bulk) or "root join + result" (fib, skynet). See
+// the comment at the top.
 std::string_view completion_of(Workload workload);
 
 // Everything a run needs. Defaults are the lab's defaults (see pool/command.cpp for the flags).
@@ -72,7 +93,41 @@ struct WorkloadParams {
   std::size_t burst_short_tasks = 63;
   std::chrono::nanoseconds burst_long = std::chrono::milliseconds(300);  // --burst-long
   std::chrono::nanoseconds burst_short = std::chrono::milliseconds(1);   // --burst-short
+  // fork-join
+  unsigned fib_n = 31;          // --fib-n: fib(n) with a spawn per call
+  unsigned skynet_depth = 6;    // skynet: kSkynetFanOut^depth leaves (10^6); no flag, tests make it smaller
 };
+
+// fib(n): the call fib(n) spawns fib(n - 1), computes fib(n - 2) inline, then joins; --fib-n's range.
+inline constexpr unsigned kMinFibN = 2;
+inline constexpr unsigned kMaxFibN = 35;
+// skynet: every node spawns this many children and joins them; the leaves return their index.
+inline constexpr std::size_t kSkynetFanOut = 10;
+
+// fib(n) computed the plain way (the value a fib run must return).
+constexpr std::uint64_t fib_value(unsigned n) {
+  std::uint64_t a = 0;
+  std::uint64_t b = 1;
+  for (unsigned i = 0; i < n; ++i) {
+    const std::uint64_t next = a + b;
+    a = b;
+    b = next;
+  }
+  return a;
+}
+// Leaves of a skynet of this depth (kSkynetFanOut^depth).
+constexpr std::uint64_t skynet_leaves(unsigned depth) {
+  std::uint64_t leaves = 1;
+  for (unsigned i = 0; i < depth; ++i) leaves *= kSkynetFanOut;
+  return leaves;
+}
+// Tasks of one run: fib: the root plus one spawn per call with n >= 2 (fib(n + 1) - 1 of them), i.e.
+// fib(n + 1); skynet: every node is a task, the root included (1 + 10 + ... + 10^depth).
+constexpr std::uint64_t fib_tasks(unsigned n) { return fib_value(n + 1); }
+constexpr std::uint64_t skynet_tasks(unsigned depth) { return (skynet_leaves(depth) * kSkynetFanOut - 1) / 9; }
+static_assert(fib_tasks(25) == 121'393);  // 121 392 spawns, as bench/micro/fork_join_benchmark.cpp counts them
+static_assert(skynet_leaves(6) * (skynet_leaves(6) - 1) / 2 == 499'999'500'000);  // the known skynet sum
+static_assert(skynet_tasks(6) == 1'111'111);
 
 // Untimed warm-up before every run: this many empty tasks per worker, then the shared counter's wait.
 inline constexpr std::size_t kWarmUpTasksPerThread = 8;
@@ -105,6 +160,9 @@ struct RunSample {
   double burst_last_short_ms = 0;           // when the last short task finished
   double burst_long_ms = 0;                 // when the long task finished
   std::uint64_t burst_short_after_long = 0; // short tasks that finished after the long one
+  // fib and skynet: what the root's join returned, and what it had to return
+  std::uint64_t fork_join_value = 0;
+  std::uint64_t fork_join_expected_value = 0;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -557,7 +615,102 @@ inline void run_idle(const WorkloadParams& params, std::uint64_t warm_tasks, Run
   sample.cpu_s = static_cast<double>(cpu_ns_between(before, after)) * 1e-9;
 }
 
+// ------------------------------------------------------------------------------------------------
+// Fork-join: fib and skynet, through ForkJoinAdapter (pool/adapter.hpp).
+
+// What a call of a tree returns to its parent's join: its value, and the tasks spawned below it (each
+// joined before the call returned). The count travels up through the joins, so no task touches shared
+// state: a shared counter per task would be the hot spot of the run and measure itself.
+struct TreeResult {
+  std::uint64_t value = 0;
+  std::uint64_t tasks = 0;
+};
+
+// fib(n) with a spawn per call: fib(n - 1) is spawned, fib(n - 2) computed inline, then the join.
+template <ForkJoinAdapter A>
+TreeResult fib_tree(A& pool, unsigned n) {
+  if (n < 2) return {n, 0};
+  const auto [a, b] =
+      pool.fork_join([&pool, n] { return fib_tree(pool, n - 1); }, [&pool, n] { return fib_tree(pool, n - 2); });
+  return {a.value + b.value, 1 + a.tasks + b.tasks};
+}
+
+// skynet: the node over leaves [first, first + leaves) spawns kSkynetFanOut children over equal parts and
+// joins them; a leaf returns its index.
+template <ForkJoinAdapter A>
+TreeResult skynet_tree(A& pool, std::uint64_t first, std::uint64_t leaves) {
+  if (leaves == 1) return {first, 0};
+  const std::uint64_t part = leaves / kSkynetFanOut;
+  auto child = [&pool, first, part](std::size_t i) { return skynet_tree(pool, first + i * part, part); };
+  const auto children = pool.template fork_all<kSkynetFanOut>(child);
+  TreeResult sum{0, kSkynetFanOut};
+  for (const TreeResult& c : children) {
+    sum.value += c.value;
+    sum.tasks += c.tasks;
+  }
+  return sum;
+}
+
+// One fork-join run: the producer posts one root task that runs `tree` on the pool, and waits on the
+// counter armed with 1, which the root counts down as its last action: completion is the root's join.
+// Checked: the value the root's join returned, and the tasks counted up through the joins (ran and
+// counted; the root included) against the closed form.
+template <ForkJoinAdapter A, class Tree>
+void run_fork_join(A& pool, Completion& completion, std::string_view what, std::uint64_t tasks, std::uint64_t want,
+                   Tree tree, RunSample& sample) {
+  sample.expected = tasks;
+  sample.fork_join_expected_value = want;
+  TreeResult result;
+  std::exception_ptr error;  // a spawn that threw; the root must still count down, or the producer hangs
+  DrainOnUnwind<A> drain(pool);
+  completion.arm(1);
+  measure(sample, [&] {
+    pool.post([&pool, &tree, &result, &error, &completion] {
+      try {
+        result = tree(pool);
+      } catch (...) {
+        error = std::current_exception();
+      }
+      completion.done();
+    });
+    completion.wait();
+  });
+  if (error) std::rethrow_exception(error);
+  sample.fork_join_value = result.value;
+  sample.ran = 1 + result.tasks;
+  sample.counted = completion.counted() == 1 ? sample.ran : 0;
+  if (sample.ran != tasks) {
+    sample.ok = false;
+    sample.failure = std::string(what) + ": the joins counted " + std::to_string(sample.ran) + " of " +
+                     std::to_string(tasks) + " tasks";
+  } else if (result.value != want) {
+    sample.ok = false;
+    sample.failure = std::string(what) + ": WRONG RESULT: the root's join returned " + std::to_string(result.value) +
+                     ", expected " + std::to_string(want);
+  }
+}
+
+template <ForkJoinAdapter A>
+void run_fib(A& pool, Completion& completion, unsigned n, RunSample& sample) {
+  run_fork_join(pool, completion, "fib(" + std::to_string(n) + ")", fib_tasks(n), fib_value(n),
+                [n](A& p) { return fib_tree(p, n); }, sample);
+}
+
+template <ForkJoinAdapter A>
+void run_skynet(A& pool, Completion& completion, unsigned depth, RunSample& sample) {
+  const std::uint64_t leaves = skynet_leaves(depth);
+  run_fork_join(pool, completion, "skynet (" + std::to_string(leaves) + " leaves, sum of their indices)",
+                skynet_tasks(depth), leaves * (leaves - 1) / 2, [leaves](A& p) { return skynet_tree(p, 0, leaves); },
+                sample);
+}
+
 }  // namespace detail
+
+// Why an adapter that is not a ForkJoinAdapter cannot run fib or skynet (the lab never asks it to; it
+// shows a "cannot" row with the peer's reason instead, pool/peers.cpp).
+inline constexpr const char* kNoNestedWait =
+    "no nested wait that helps: a task blocked in its join holds its worker, so the tree deadlocks once every "
+    "worker waits";
 
 // One run of `workload` on a fresh pool of adapter A.
 template <PoolAdapter A>
@@ -565,6 +718,14 @@ RunSample run_workload(Workload workload, const WorkloadParams& params) {
   RunSample sample;
   const std::size_t threads = threads_for(workload, params);
   const std::uint64_t n = tasks_for(workload, params);
+  if constexpr (!ForkJoinAdapter<A>) {
+    if (is_fork_join(workload)) {
+      sample.ok = false;
+      sample.failure =
+          std::string(A::kName) + " cannot run " + std::string(workload_name(workload)) + ": " + kNoNestedWait;
+      return sample;
+    }
+  }
   try {
     Completion completion;  // before the pool: outlives every worker (see Completion)
     A pool(threads);
@@ -600,6 +761,12 @@ RunSample run_workload(Workload workload, const WorkloadParams& params) {
         break;
       case Workload::idle:
         detail::run_idle(params, warm_tasks, sample);
+        break;
+      case Workload::fib:
+        if constexpr (ForkJoinAdapter<A>) detail::run_fib(pool, completion, params.fib_n, sample);
+        break;
+      case Workload::skynet:
+        if constexpr (ForkJoinAdapter<A>) detail::run_skynet(pool, completion, params.skynet_depth, sample);
         break;
     }
   } catch (const std::exception& e) {

@@ -603,10 +603,13 @@ def pool_section(directory, doc):
         if not first:
             continue
         head = first.get("headline") or {}
-        medians = [r["headline"]["median"] for r in rs if r and r.get("headline")]
+        medians = [r["headline"]["median"] for r in rs if r and r.get("headline") and not r.get("cannot")]
         best = (max if head.get("higher_is_better", True) else min)(medians) if medians else None
         cells = [(w, "l"), (f"{head.get('name', '?')} ({head.get('unit', '')})", "l")]
         for r in rs:
+            if r and r.get("cannot"):  # fib, skynet on a pool without a nested wait that helps
+                cells.append(("cannot", "l"))
+                continue
             if not r or not r.get("headline"):
                 cells.append("–")
                 continue

@@ -5,14 +5,17 @@ charts.py imports this file for lab "pool" and calls render(doc, out_dir, save),
 save(fig, name) writes the figure atomically and records its name. Charts:
   pool_throughput.png  one panel per workload: each pool's headline number (median over the runs) with
                        its min-max range; eterfree also shows the ceiling and the study's published
-                       figure, roundtrip the futex floor, burst the ideal and the 2x-ideal goal
+                       figure, roundtrip the futex floor, burst the ideal and the 2x-ideal goal; fib and
+                       skynet the ratio to oneTBB's wall time under each bar, and a pool that cannot run
+                       them (a result with "cannot") an empty slot labelled "cannot"
   pool_efficiency.png  measured throughput as a share of the ceiling (eterfree by both of the study's
                        methods, fine), with min-max ranges; only when eterfree or fine ran
 """
 
 import math
 
-POOL_COLORS = {"xthread": "#4c78a8", "asio": "#f58518", "tbb": "#54a24b", "naive": "#9d9d9d"}
+POOL_COLORS = {"xthread": "#4c78a8", "xthread-group": "#72b7b2", "asio": "#f58518", "tbb": "#54a24b",
+               "naive": "#9d9d9d"}
 
 
 def _color(pool):
@@ -28,20 +31,32 @@ def _plt():
     return plt
 
 
-def _bars(ax, pools, medians, mins, maxs, unit):
+def _bars(ax, pools, medians, mins, maxs, unit, cannot=None, notes=None):
+    """Bars with min-max ranges; pools with cannot[i] set get no bar, only the label "cannot";
+    notes[i] (optional) is a second line under a bar's number."""
+    cannot = cannot or [False] * len(pools)
+    notes = notes or [""] * len(pools)
+    medians = [0.0 if c else m for m, c in zip(medians, cannot)]
+    mins = [0.0 if c else v for v, c in zip(mins, cannot)]
+    maxs = [0.0 if c else v for v, c in zip(maxs, cannot)]
     xs = list(range(len(pools)))
     lower = [max(0.0, m - lo) for m, lo in zip(medians, mins)]
     upper = [max(0.0, hi - m) for m, hi in zip(medians, maxs)]
     ax.bar(xs, medians, color=[_color(p) for p in pools], yerr=[lower, upper], capsize=4,
            error_kw={"elinewidth": 1, "ecolor": "#333333"})
     ax.set_xticks(xs)
-    ax.set_xticklabels(pools)
+    ax.set_xticklabels(pools, fontsize=7 if len(pools) > 4 else None)
     ax.set_ylabel(unit)
     ax.grid(axis="y", alpha=0.3)
     top = max([v for v in maxs + medians if isinstance(v, (int, float)) and math.isfinite(v)] or [1.0])
-    for x, m in zip(xs, medians):
-        ax.annotate(_short(m), (x, m), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
-    ax.set_ylim(0, top * 1.18 if top > 0 else 1)
+    for x, m, c, note in zip(xs, medians, cannot, notes):
+        if c:
+            ax.annotate("cannot", (x, 0), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7,
+                        color="#e45756", rotation=90, va="bottom")
+            continue
+        label = _short(m) + (f"\n{note}" if note else "")
+        ax.annotate(label, (x, m), textcoords="offset points", xytext=(0, 2), ha="center", fontsize=7)
+    ax.set_ylim(0, top * 1.25 if top > 0 else 1)
 
 
 def _short(v):
@@ -81,8 +96,15 @@ def throughput_chart(plt, doc, save):
         series = groups[w]
         h = series[0]["headline"]
         pools = [s["pool"] for s in series]
+        cannot = [bool(s.get("cannot")) for s in series]
+        notes = None
+        if w in ("fib", "skynet"):
+            notes = []
+            for s in series:
+                ratio = (s.get("fork_join") or {}).get("wall_over_tbb")
+                notes.append(f"{ratio:.2f}x tbb" if ratio is not None and s["pool"] != "tbb" else "")
         _bars(ax, pools, [s["headline"]["median"] for s in series], [s["headline"]["min"] for s in series],
-              [s["headline"]["max"] for s in series], h["unit"])
+              [s["headline"]["max"] for s in series], h["unit"], cannot, notes)
         better = "higher is better" if h["higher_is_better"] else "lower is better"
         if w == "idle":
             size = f"{series[0]['threads']} threads, {cfg.get('idle_window_ns', 0) / 1e9:g} s"
@@ -132,6 +154,8 @@ def throughput_chart(plt, doc, save):
             ax.axhline(1.0, color="#e45756", linestyle="--", linewidth=1, label="1 % goal")
             ax.set_ylim(0, max(1.25, max(s["headline"]["max"] for s in series) * 1.18))
             ax.legend(fontsize=6, loc="upper left")
+        if any(cannot):
+            ax.set_xlabel("cannot: no nested wait that helps (a task blocked in its join holds its worker)", fontsize=6)
     for j in range(len(order), rows * cols):
         axes[j // cols][j % cols].axis("off")
     runs = cfg.get("runs", "?")

@@ -143,7 +143,12 @@ INSTANTIATE_TEST_SUITE_P(
         BadFlag{"pool_burst_long_too_long", "pool", "--burst-long", "61s"},
         BadFlag{"pool_burst_short_garbage", "pool", "--burst-short", "1ms!"},
         BadFlag{"pool_workload_empty", "pool", "--workload", ""}, BadFlag{"pool_pools_empty", "pool", "--pools", ""},
-        BadFlag{"pool_out_empty", "pool", "--out", ""}),
+        BadFlag{"pool_fib_n_too_small", "pool", "--fib-n", "1"}, BadFlag{"pool_fib_n_zero", "pool", "--fib-n", "0"},
+        BadFlag{"pool_fib_n_too_big", "pool", "--fib-n", "36"},
+        BadFlag{"pool_fib_n_huge", "pool", "--fib-n", "99999999999999999999"},
+        BadFlag{"pool_fib_n_negative", "pool", "--fib-n", "-5"}, BadFlag{"pool_fib_n_empty", "pool", "--fib-n", ""},
+        BadFlag{"pool_fib_n_garbage", "pool", "--fib-n", "thirty"},
+        BadFlag{"pool_fib_n_leading_space", "pool", "--fib-n", " 20"}, BadFlag{"pool_out_empty", "pool", "--out", ""}),
     [](const ::testing::TestParamInfo<BadFlag>& param_info) { return std::string(param_info.param.name); });
 
 // Flags that contradict each other (issue #22, item 8): --hot means back-to-back calls with no gap, so
@@ -177,7 +182,8 @@ TEST(FlagRange, HelpStatesTheRanges) {
   }
   const auto pool = run_bench({"pool", "--help"}, 10s);
   ASSERT_EQ(pool.exit_code, 0);
-  for (const char* range : {"--ops N:1..10000000", "--idle-window DURATION:1ms..60s", "--runs N:1..1000"}) {
+  for (const char* range :
+       {"--ops N:1..10000000", "--idle-window DURATION:1ms..60s", "--runs N:1..1000", "--fib-n N:2..35"}) {
     EXPECT_NE(pool.out.find(range), std::string::npos) << range << "\n" << pool.out;
   }
 }

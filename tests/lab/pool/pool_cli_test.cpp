@@ -73,8 +73,17 @@ INSTANTIATE_TEST_SUITE_P(
                     BadInput{{"--window", "5 parsecs"}, "parsecs"}, BadInput{{"--idle-window", "1x"}, "1x"},
                     BadInput{{"--burst-long", "0"}, "--burst-long"}, BadInput{{"--burst-short", "soon"}, "soon"},
                     BadInput{{"--workload", "bursts"}, "bursts"}, BadInput{{"--format", "xml"}, "xml"},
+                    BadInput{{"--fib-n", "36"}, "--fib-n"}, BadInput{{"--fib-n", "1"}, "--fib-n"},
+                    BadInput{{"--pools", "xthread-groups"}, "xthread-groups"},
                     BadInput{{"--no-such-flag"}, "no-such-flag"}),
     PrintBadInput);
+
+// The pools that run the flat workloads (all but the fork-join-only xthread-group).
+std::size_t flat_pools() {
+  const auto peers = xthread_lab::pool::all_peers();
+  return static_cast<std::size_t>(
+      std::count_if(peers.begin(), peers.end(), [](const auto& p) { return !p.fork_join_only; }));
+}
 
 // A tiny run: fast, every pool, checks the output formats end to end.
 const std::vector<std::string> kTiny = {"--workload", "empty,futures,bulk", "--runs", "1",      "--ops",
@@ -89,7 +98,7 @@ TEST(PoolCli, JsonOutputIsTheSchemaAndEveryTaskRanOnce) {
   EXPECT_EQ(doc.at("schema"), "xthread-bench/pool/1");
   EXPECT_EQ(doc.at("failed_runs"), 0);
   const auto& results = doc.at("results");
-  ASSERT_EQ(results.size(), 3u * xthread_lab::pool::all_peers().size());  // 3 workloads x every pool
+  ASSERT_EQ(results.size(), 3u * flat_pools());  // 3 workloads x every pool (xthread-group: fork-join only)
   for (const auto& r : results) {
     ASSERT_EQ(r.at("runs").size(), 1u);
     const auto& run = r.at("runs")[0];
@@ -108,7 +117,7 @@ TEST(PoolCli, BurstAndOversubscribedRunEveryPoolAndCountEveryTask) {
   EXPECT_EQ(doc.at("failed_runs"), 0);
   EXPECT_NE(doc.at("config").at("completion_method").get<std::string>().find("fetch_sub"), std::string::npos);
   const auto& results = doc.at("results");
-  ASSERT_EQ(results.size(), 2u * xthread_lab::pool::all_peers().size());
+  ASSERT_EQ(results.size(), 2u * flat_pools());
   for (const auto& r : results) {
     const auto& run = r.at("runs")[0];
     EXPECT_TRUE(run.at("ok").get<bool>()) << r.dump();
@@ -169,6 +178,49 @@ TEST(PoolCli, OutDirGetsResultsAndCharts) {
   ASSERT_EQ(o.exit_code, 0) << o.err;
   const auto doc = nlohmann::json::parse(read_file(out / "results.json"));
   EXPECT_EQ(doc.at("schema"), "xthread-bench/pool/1");
+  EXPECT_TRUE(std::filesystem::exists(out / "pool_throughput.png")) << o.err;
+}
+
+// fib and skynet: every pool has a row; those without a nested wait that helps say "cannot" (in the
+// JSON, the table and the charts), the others return the right result.
+TEST(PoolCli, ForkJoinRowsForEveryPoolAndCannotRowsEverywhere) {
+  TempDir dir;
+  const auto out = dir.path() / "results";
+  const Outcome o =
+      run_pool({"--workload", "fib,skynet", "--fib-n", "12", "--runs", "1", "--workers", "2", "--out", out.string()});
+  ASSERT_EQ(o.exit_code, 0) << o.err;
+  const auto doc = nlohmann::json::parse(read_file(out / "results.json"));
+  EXPECT_EQ(doc.at("failed_runs"), 0);
+  EXPECT_EQ(doc.at("config").at("fork_join").at("fib_n"), 12);
+  EXPECT_EQ(doc.at("config").at("fork_join").at("skynet_sum"), 499999500000ULL);
+  const auto& results = doc.at("results");
+  ASSERT_EQ(results.size(), 2u * xthread_lab::pool::all_peers().size());
+  for (const auto& r : results) {
+    EXPECT_EQ(r.at("completion"), "root join + result");
+    const std::string pool = r.at("pool");
+    if (pool == "asio" || pool == "naive") {
+      EXPECT_NE(r.at("cannot").get<std::string>().find("deadlocks"), std::string::npos) << r.dump();
+      EXPECT_TRUE(r.at("runs").empty());
+      EXPECT_TRUE(r.at("headline").at("median").is_null());
+      continue;
+    }
+    EXPECT_FALSE(r.contains("cannot")) << r.dump();
+    const auto& run = r.at("runs").at(0);
+    EXPECT_TRUE(run.at("ok").get<bool>()) << r.dump();
+    EXPECT_EQ(run.at("ran"), run.at("expected")) << r.dump();
+    EXPECT_EQ(run.at("fork_join").at("value"), run.at("fork_join").at("expected_value")) << r.dump();
+    if (r.at("workload") == "fib") {
+      EXPECT_EQ(run.at("fork_join").at("value"), 144);  // fib(12)
+      EXPECT_EQ(run.at("expected"), 233);               // fib(13): 232 spawns and the root
+    } else {
+      EXPECT_EQ(run.at("fork_join").at("value"), 499999500000ULL);
+      EXPECT_EQ(run.at("expected"), 1111111);
+    }
+  }
+  const std::string table = read_file(out / "report.txt");
+  EXPECT_NE(table.find("== fib: fib(12) with a spawn per call"), std::string::npos) << table;
+  EXPECT_NE(table.find("asio cannot: boost::asio::thread_pool has no wait"), std::string::npos) << table;
+  EXPECT_NE(table.find("naive cannot: "), std::string::npos) << table;
   EXPECT_TRUE(std::filesystem::exists(out / "pool_throughput.png")) << o.err;
 }
 

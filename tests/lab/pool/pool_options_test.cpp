@@ -21,7 +21,7 @@ TEST(PoolOptions, DefaultsAreTheStudysAndEverything) {
   for (const Peer& peer : all_peers()) every_pool.emplace_back(peer.name);
   EXPECT_EQ(o.pools, every_pool);
 #if XTHREAD_LAB_WITH_TBB
-  EXPECT_EQ(o.pools, (std::vector<std::string>{"xthread", "asio", "tbb", "naive"}));
+  EXPECT_EQ(o.pools, (std::vector<std::string>{"xthread", "xthread-group", "asio", "tbb", "naive"}));
 #endif
   EXPECT_EQ(o.runs, 10u);
   EXPECT_EQ(o.params.threads, 16u);
@@ -36,6 +36,10 @@ TEST(PoolOptions, DefaultsAreTheStudysAndEverything) {
   EXPECT_EQ(o.params.oversubscribed_producers, 8u);
   EXPECT_GE(o.params.workers, 1u);
   EXPECT_EQ(o.params.ops, 0u);
+  EXPECT_EQ(o.params.fib_n, 31u);
+  EXPECT_EQ(o.params.skynet_depth, 6u);
+  EXPECT_EQ(tasks_for(Workload::fib, o.params), 2'178'309u);  // fib(32): 2 178 308 spawns and the root
+  EXPECT_EQ(tasks_for(Workload::skynet, o.params), 1'111'111u);
   EXPECT_EQ(o.format, Format::table);
   EXPECT_FALSE(o.out.has_value());
 }
@@ -68,6 +72,47 @@ TEST(PoolOptions, TasksPerRunFollowOpsExceptEterfreeAndIdle) {
   EXPECT_EQ(threads_for(Workload::oversubscribed, o.params), 16u);  // not --threads
   EXPECT_EQ(tasks_for(Workload::burst, o.params), 64u);            // not --ops
   EXPECT_EQ(threads_for(Workload::burst, o.params), 4u);
+  EXPECT_EQ(tasks_for(Workload::fib, o.params), fib_tasks(31));  // not --ops
+  EXPECT_EQ(threads_for(Workload::fib, o.params), o.params.workers);
+  EXPECT_EQ(threads_for(Workload::skynet, o.params), o.params.workers);
+}
+
+TEST(PoolOptions, FibNAndTheForkJoinWorkloadsByName) {
+  RawOptions raw;
+  raw.workloads = std::string("skynet,empty,fib");
+  raw.fib_n = std::string("2");
+  Options o = parse_options(raw);
+  EXPECT_EQ(o.workloads, (std::vector<Workload>{Workload::empty, Workload::fib, Workload::skynet}));
+  EXPECT_EQ(o.params.fib_n, 2u);
+  EXPECT_EQ(tasks_for(Workload::fib, o.params), 2u);  // fib(2): one spawn and the root
+  raw.fib_n = std::string("35");
+  o = parse_options(raw);
+  EXPECT_EQ(o.params.fib_n, 35u);
+  EXPECT_EQ(fib_value(35), 9'227'465u);
+  EXPECT_EQ(fib_tasks(10), 89u);
+  EXPECT_EQ(skynet_tasks(3), 1111u);
+  for (const char* bad : {"1", "36", "0", "", "x", "-2"}) {
+    raw.fib_n = std::string(bad);
+    EXPECT_THROW(parse_options(raw), UsageError) << bad;
+  }
+}
+
+// Asio and the naive pool cannot nest waits: a "cannot" part in fib and skynet, a run elsewhere;
+// xthread-group takes part in fib and skynet only.
+TEST(PoolOptions, WhoRunsTheForkJoinWorkloads) {
+  for (const Peer& peer : all_peers()) {
+    const bool can = peer.name == "xthread" || peer.name == "xthread-group" || peer.name == "tbb";
+    EXPECT_EQ(can, peer.cannot_fork_join.empty()) << peer.name;
+    EXPECT_EQ(peer.fork_join_only, peer.name == "xthread-group") << peer.name;
+    for (Workload w : kAllWorkloads) {
+      const Part part = part_of(peer, w);
+      if (is_fork_join(w)) {
+        EXPECT_EQ(part, can ? Part::run : Part::cannot) << peer.name;
+      } else {
+        EXPECT_EQ(part, peer.fork_join_only ? Part::none : Part::run) << peer.name;
+      }
+    }
+  }
 }
 
 TEST(PoolOptions, NewWorkloadsByNameAndBurstDurations) {

@@ -4,6 +4,7 @@
 // the pieces the check relies on (Ledger, Completion), a spy adapter that proves no run uses a pool's
 // own wait to count, the eterfree window, the burst, the goal logic, and the driver's aggregate output.
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -13,6 +14,8 @@
 #include <string>
 #include <thread>
 #include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -40,6 +43,8 @@ WorkloadParams tiny_params() {
   p.idle_window = std::chrono::milliseconds(10);
   p.fine_iterations = 50;
   p.burst_long = std::chrono::milliseconds(30);  // 63 short tasks of 1 ms on 3 free workers: ~21 ms
+  p.fib_n = 10;         // 89 tasks
+  p.skynet_depth = 3;   // 1000 leaves, 1111 tasks
   // oversubscribed keeps its 16 workers and 8 producers: 300 tasks are quick even so
   return p;
 }
@@ -71,6 +76,16 @@ TEST_P(EveryWorkloadOnEveryPool, EveryTaskRunsExactlyOnce) {
       EXPECT_LE(s.burst_short_after_long, 63u);
       EXPECT_GE(s.wall_s * 1e3, std::max(s.burst_last_short_ms, s.burst_long_ms));
     }
+    if (workload == Workload::fib) {
+      EXPECT_EQ(s.expected, 89u);  // fib(11): 88 spawns and the root
+      EXPECT_EQ(s.fork_join_value, 55u);
+      EXPECT_EQ(s.fork_join_expected_value, 55u);
+    }
+    if (workload == Workload::skynet) {
+      EXPECT_EQ(s.expected, 1111u);
+      EXPECT_EQ(s.fork_join_value, 499'500u);  // 0 + 1 + ... + 999
+      EXPECT_EQ(s.fork_join_expected_value, 499'500u);
+    }
     if (workload == Workload::eterfree) {
       EXPECT_FALSE(s.window_reached);  // a 30 s window is never reached by 48 tasks
       EXPECT_EQ(s.window_tasks, s.expected);
@@ -86,13 +101,42 @@ std::vector<std::string> every_pool_name() {
   return names;
 }
 
-std::string Name(const testing::TestParamInfo<std::tuple<Workload, std::string>>& info) {
-  return std::string(workload_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+// Every (workload, pool) the lab measures (part_of() == Part::run): fib and skynet on every pool that can
+// run them, at tiny sizes (fib(10), a skynet of 1000 leaves).
+std::vector<std::tuple<Workload, std::string>> every_measured_pair() {
+  std::vector<std::tuple<Workload, std::string>> pairs;
+  for (Workload w : kAllWorkloads) {
+    for (const Peer& peer : all_peers()) {
+      if (part_of(peer, w) == Part::run) pairs.emplace_back(w, std::string(peer.name));
+    }
+  }
+  return pairs;
 }
 
-INSTANTIATE_TEST_SUITE_P(Pool, EveryWorkloadOnEveryPool,
-                         testing::Combine(testing::ValuesIn(kAllWorkloads), testing::ValuesIn(every_pool_name())),
-                         Name);
+// Series per workload of a run of every pool: the pools that take part (a "cannot" row is a series).
+std::size_t series_per_workload(Workload w) {
+  std::size_t n = 0;
+  for (const Peer& peer : all_peers()) n += part_of(peer, w) == Part::none ? 0 : 1;
+  return n;
+}
+
+// A tiny lab run's options: these workloads on every pool this build has.
+Options tiny_options(std::vector<Workload> workloads, std::size_t runs) {
+  Options o;
+  o.workloads = std::move(workloads);
+  o.pools = every_pool_name();
+  o.runs = runs;
+  o.params = tiny_params();
+  return o;
+}
+
+std::string Name(const testing::TestParamInfo<std::tuple<Workload, std::string>>& info) {
+  std::string name = std::string(workload_name(std::get<0>(info.param))) + "_" + std::get<1>(info.param);
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Pool, EveryWorkloadOnEveryPool, testing::ValuesIn(every_measured_pair()), Name);
 
 // ------------------------------------------------------------------------------------------------
 // The completion method.
@@ -126,7 +170,9 @@ TEST(PoolCompletion, TheTaskThatCompletesTheCountWakesTheWaiter) {
 TEST(PoolCompletion, EveryWorkloadNamesItsMethodAndItIsOneForAllPools) {
   for (Workload w : kAllWorkloads) {
     const std::string_view m = completion_of(w);
-    if (w == Workload::bulk) {
+    if (is_fork_join(w)) {
+      EXPECT_EQ(m, "root join + result");
+    } else if (w == Workload::bulk) {
       EXPECT_EQ(m, "parallel-for return + ledger");
     } else if (w == Workload::futures || w == Workload::roundtrip) {
       EXPECT_EQ(m, "futures + counter");
@@ -135,6 +181,7 @@ TEST(PoolCompletion, EveryWorkloadNamesItsMethodAndItIsOneForAllPools) {
     }
   }
   EXPECT_NE(std::string(kCompletionMethod).find("fetch_sub"), std::string::npos);
+  EXPECT_NE(std::string(kCompletionMethod).find("completion is the root's join"), std::string::npos);
 }
 
 // A pool that records how the workloads use it: every task must be handed over by post/submit (the
@@ -221,6 +268,7 @@ static_assert(PoolAdapter<SpyAdapter>);
 TEST(PoolCompletion, NoWorkloadWaitsWithThePoolsOwnWait) {
   const WorkloadParams params = tiny_params();
   for (Workload w : kAllWorkloads) {
+    if (is_fork_join(w)) continue;  // the spy cannot nest waits: see ForkJoin tests below
     SpyAdapter::drains = 0;
     SpyAdapter::handed = 0;
     SpyAdapter::bulks = 0;
@@ -238,6 +286,126 @@ TEST(PoolCompletion, NoWorkloadWaitsWithThePoolsOwnWait) {
       EXPECT_EQ(SpyAdapter::handed.load(), warm + s.expected) << workload_name(w);
     }
   }
+}
+
+// ------------------------------------------------------------------------------------------------
+// Fork-join.
+
+// Nested waits on one worker too: every wait must help (a pool with one worker and a blocking join
+// would deadlock at the first spawn).
+TEST(PoolForkJoin, EveryCapablePoolOnOneWorker) {
+  WorkloadParams params = tiny_params();
+  params.workers = 1;
+  for (const Peer& peer : all_peers()) {
+    if (part_of(peer, Workload::fib) != Part::run) continue;
+    for (Workload w : {Workload::fib, Workload::skynet}) {
+      const RunSample s = peer.run(w, params);
+      EXPECT_TRUE(s.ok) << peer.name << " " << workload_name(w) << ": " << s.failure;
+      EXPECT_EQ(s.ran, s.expected) << peer.name;
+      EXPECT_EQ(s.fork_join_value, s.fork_join_expected_value) << peer.name;
+    }
+  }
+}
+
+// A pool that cannot nest waits is never asked to: run_workload refuses fib and skynet for it.
+TEST(PoolForkJoin, APoolWithoutNestedWaitsIsRefusedNotDeadlocked) {
+  for (const char* name : {"asio", "naive"}) {
+    const Peer* peer = find_peer(name);
+    ASSERT_NE(peer, nullptr);
+    EXPECT_EQ(part_of(*peer, Workload::skynet), Part::cannot);
+    const RunSample s = peer->run(Workload::fib, tiny_params());
+    EXPECT_FALSE(s.ok);
+    EXPECT_NE(s.failure.find("cannot run fib"), std::string::npos) << s.failure;
+  }
+}
+
+// A fork-join adapter that runs every spawn inline (so it needs no pool) and, when `broken`, returns a
+// wrong value from the last child of every fork_all (the first child's): the run must fail with a clear reason.
+class InlineForkJoin : public SpyAdapter {
+ public:
+  static constexpr std::string_view kName = "inline";
+  static inline bool broken = false;
+  using SpyAdapter::SpyAdapter;
+
+  template <class F, class G>
+  auto fork_join(F&& spawned, G&& inline_part) {
+    auto a = spawned();
+    return std::pair{std::move(a), inline_part()};
+  }
+  template <std::size_t N, class Each>
+  auto fork_all(Each& each) {
+    std::array<std::invoke_result_t<Each&, std::size_t>, N> results{};
+    for (std::size_t i = 0; i < N; ++i) results[i] = each(i);
+    if (broken) results[N - 1] = results[0];  // the last child's subtree counted as the first's
+    return results;
+  }
+};
+static_assert(ForkJoinAdapter<InlineForkJoin>);
+
+TEST(PoolForkJoin, AWrongSumFailsTheRunWithTheValues) {
+  const WorkloadParams params = tiny_params();
+  InlineForkJoin::broken = false;
+  const RunSample good = run_workload<InlineForkJoin>(Workload::skynet, params);
+  EXPECT_TRUE(good.ok) << good.failure;
+  EXPECT_EQ(good.counted, 1111u);
+  InlineForkJoin::broken = true;
+  const RunSample bad = run_workload<InlineForkJoin>(Workload::skynet, params);
+  InlineForkJoin::broken = false;
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.ran, bad.expected);  // every task ran; the result is what is wrong
+  EXPECT_NE(bad.failure.find("WRONG RESULT"), std::string::npos) << bad.failure;
+  EXPECT_NE(bad.failure.find("expected 499500"), std::string::npos) << bad.failure;
+  EXPECT_NE(bad.fork_join_value, bad.fork_join_expected_value);
+}
+
+TEST(PoolForkJoin, ReportHasCannotRowsRatiosToTbbAndGoals) {
+  const Options o = tiny_options({Workload::fib, Workload::skynet}, 2);
+  Progress quiet(false);
+  PoolReport report = run_lab(o, quiet);
+  EXPECT_EQ(report.failed_runs(), 0u);
+  ASSERT_EQ(report.series.size(), 2u * all_peers().size());  // every pool has a row
+  for (const Series& s : report.series) {
+    const bool cannot = s.pool == "asio" || s.pool == "naive";
+    EXPECT_EQ(s.cannot.has_value(), cannot) << s.pool;
+    if (cannot) {
+      EXPECT_TRUE(s.runs.empty()) << s.pool;
+      continue;
+    }
+    EXPECT_EQ(s.runs.size(), 2u) << s.pool;
+    EXPECT_GT(s.tree_wall_ms.median, 0.0) << s.pool;
+    EXPECT_EQ(s.headline.unit, "ms");
+    EXPECT_EQ(s.wall_over_tbb.has_value(), XTHREAD_LAB_WITH_TBB != 0) << s.pool;
+  }
+#if XTHREAD_LAB_WITH_TBB
+  EXPECT_DOUBLE_EQ(*report.find(Workload::fib, "tbb")->wall_over_tbb, 1.0);
+  const Goal* fib_group = nullptr;
+  for (const Goal& g : report.goals) {
+    if (g.name.rfind("fib: xthread-group (TaskGroup)", 0) == 0) fib_group = &g;
+  }
+  ASSERT_NE(fib_group, nullptr);
+  EXPECT_EQ(fib_group->best_peer, "tbb");  // never xthread's other row
+  EXPECT_TRUE(fib_group->value.has_value());
+  EXPECT_EQ(fib_group->verdict, "too few runs (2 < 7)");
+#endif
+
+  const nlohmann::json doc = render_json(report);
+  std::size_t cannot_rows = 0;
+  for (const auto& r : doc.at("results")) {
+    if (!r.contains("cannot")) {
+      EXPECT_TRUE(r.at("fork_join").at("wall_ms").at("median").is_number()) << r.dump();
+      continue;
+    }
+    ++cannot_rows;
+    EXPECT_TRUE(r.at("runs").empty());
+    EXPECT_TRUE(r.at("headline").at("median").is_null());
+    EXPECT_FALSE(r.contains("tasks_per_s"));
+  }
+  EXPECT_EQ(cannot_rows, 4u);  // asio and naive, in fib and skynet
+  const std::string table = render_table(report);
+  EXPECT_NE(table.find("== skynet: 1000 leaves, fan-out 10"), std::string::npos) << table;
+  EXPECT_NE(table.find("wall / tbb"), std::string::npos) << table;
+  EXPECT_NE(table.find("naive cannot: "), std::string::npos) << table;
+  EXPECT_EQ(table.find("FAILED"), std::string::npos) << table;
 }
 
 TEST(PoolLedger, FindsTasksThatRanNeverOrTwice) {
@@ -278,16 +446,15 @@ TEST(PoolCalibration, FineTaskGetsAPositiveWorkCount) {
 }
 
 TEST(PoolLab, TinyRunAggregatesEveryPoolAndReportsAllFormats) {
-  Options o;
-  o.workloads = {Workload::eterfree, Workload::empty, Workload::roundtrip, Workload::fine, Workload::idle};
-  o.pools = every_pool_name();
-  o.runs = 2;
-  o.params = tiny_params();
+  const Options o =
+      tiny_options({Workload::eterfree, Workload::empty, Workload::roundtrip, Workload::fine, Workload::idle}, 2);
   Progress quiet(false);
   PoolReport report = run_lab(o, quiet);
 
   EXPECT_EQ(report.failed_runs(), 0u);
-  ASSERT_EQ(report.series.size(), 5u * all_peers().size());
+  std::size_t series = 0;
+  for (Workload w : o.workloads) series += series_per_workload(w);
+  ASSERT_EQ(report.series.size(), series);
   for (const Series& s : report.series) {
     EXPECT_EQ(s.runs.size(), 2u);
     EXPECT_EQ(s.failed, 0u);
@@ -301,7 +468,7 @@ TEST(PoolLab, TinyRunAggregatesEveryPoolAndReportsAllFormats) {
   EXPECT_GT(report.eterfree_ceiling_tasks_per_ms, 0.0);
   ASSERT_TRUE(report.floors.has_value());
   EXPECT_TRUE(report.find(Workload::roundtrip, "xthread")->p50_over_futex_floor.has_value());
-  EXPECT_EQ(report.goals.size(), 11u);
+  EXPECT_EQ(report.goals.size(), 15u);
   for (const Goal& g : report.goals) {  // 2 runs: a ratio where measured, never a verdict
     EXPECT_FALSE(g.met.has_value()) << g.name;
     if (g.runs > 0) {
@@ -311,7 +478,6 @@ TEST(PoolLab, TinyRunAggregatesEveryPoolAndReportsAllFormats) {
 
   const nlohmann::json doc = render_json(report);
   EXPECT_EQ(doc.at("schema"), kPoolSchema);
-  const std::size_t series = 5u * all_peers().size();
   EXPECT_EQ(doc.at("results").size(), series);
   EXPECT_EQ(doc.at("config").at("runs"), 2);
 
@@ -327,11 +493,7 @@ TEST(PoolLab, TinyRunAggregatesEveryPoolAndReportsAllFormats) {
 }
 
 TEST(PoolLab, TinyBurstAndOversubscribedGiveSaneJson) {
-  Options o;
-  o.workloads = {Workload::oversubscribed, Workload::burst};
-  o.pools = every_pool_name();
-  o.runs = 1;
-  o.params = tiny_params();
+  const Options o = tiny_options({Workload::oversubscribed, Workload::burst}, 1);
   Progress quiet(false);
   PoolReport report = run_lab(o, quiet);
   EXPECT_EQ(report.failed_runs(), 0u);
@@ -374,8 +536,8 @@ TEST(PoolLab, TinyBurstAndOversubscribedGiveSaneJson) {
       EXPECT_GT(r.at("tasks_per_s").at("median").get<double>(), 0.0);
     }
   }
-  EXPECT_EQ(bursts, all_peers().size());
-  EXPECT_EQ(oversubscribed, all_peers().size());
+  EXPECT_EQ(bursts, series_per_workload(Workload::burst));
+  EXPECT_EQ(oversubscribed, series_per_workload(Workload::oversubscribed));
 
   bool burst_goal = false;
   for (const auto& g : doc.at("goals")) {

@@ -98,7 +98,8 @@ def make_results(args, results):
     commands = {
         "xcall": [args.bench, "xcall", "--out", f"{results}/xcall"] + tiny,
         "pool": [args.bench, "pool", "--runs", "1", "--tasks", "64", "--window", "20ms", "--idle-window", "20ms",
-                 "--ops", "400", "--burst-long", "5ms", "--burst-short", "1ms", "--out", f"{results}/pool", "--quiet"],
+                 "--ops", "400", "--burst-long", "5ms", "--burst-short", "1ms", "--fib-n", "15",
+                 "--out", f"{results}/pool", "--quiet"],
         "napi": [args.bench, "napi", "--addon", args.addon or "", "--out", f"{results}/napi"] + tiny,
         "micro": [args.micro, "--benchmark_filter=SpinFloor|CallSync/hot", "--benchmark_repetitions=2",
                   "--benchmark_enable_random_interleaving=true", "--benchmark_report_aggregates_only=true",

@@ -42,6 +42,7 @@ class AsioAdapter {
   boost::asio::thread_pool pool_;
 };
 static_assert(PoolAdapter<AsioAdapter>);
+static_assert(!ForkJoinAdapter<AsioAdapter>);  // no nested wait that helps: a "cannot" row (pool/peers.cpp)
 
 }  // namespace
 

@@ -96,6 +96,7 @@ class NaiveAdapter {
   NaivePool pool_;
 };
 static_assert(PoolAdapter<NaiveAdapter>);
+static_assert(!ForkJoinAdapter<NaiveAdapter>);  // no nested wait that helps: a "cannot" row (pool/peers.cpp)
 
 }  // namespace
 

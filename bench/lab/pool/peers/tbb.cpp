@@ -6,6 +6,11 @@
 //   bulk   -> arena.execute(tbb::parallel_for) (the caller may take a free slot and help)
 //   drain  -> arena.execute(group.wait())      (teardown only; completion is counted by the workload,
 //                                               the same way for every pool, see pool/adapter.hpp)
+//   fork_join / fork_all -> a tbb::task_group per join: run() the spawned tasks, wait() (called only
+//            inside the arena's tasks, where wait() lets the waiting thread run other tasks of the arena,
+//            as oneTBB documents for nested parallelism). The root is post()ed, i.e. enqueued: the thread
+//            that hands it over never joins the arena, so the tree runs on the arena's `threads` workers,
+//            like every other pool's.
 // No slot is reserved for the calling thread, so at most `threads` threads run tasks at any time,
 // whether the caller helps or not; the other pools also run at most `threads` (xthread's
 // parallel_for excepted: its caller helps on top of the workers).
@@ -21,7 +26,10 @@
 #include <oneapi/tbb/task_arena.h>
 #include <oneapi/tbb/task_group.h>
 
+#include <array>
 #include <optional>
+#include <type_traits>
+#include <utility>
 
 #include "pool/peers.hpp"
 
@@ -69,13 +77,29 @@ class TbbAdapter {
     arena_->execute([this] { group_->wait(); });
   }
 
+  template <class F, class G>
+  auto fork_join(F&& spawned, G&& inline_part) {
+    tbb::task_group group;
+    return group_fork_join(group, run_in, spawned, inline_part);
+  }
+  template <std::size_t N, class Each>
+  auto fork_all(Each& each) {
+    tbb::task_group group;
+    return group_fork_all<N>(group, run_in, each);
+  }
+
  private:
   tbb::task_scheduler_handle handle_;
   std::optional<tbb::global_control> control_;
   std::optional<tbb::task_arena> arena_;
   std::optional<tbb::task_group> group_;
+
+  // Called inside the arena's tasks only: the nested group belongs to the arena the caller runs in.
+  static constexpr auto run_in = [](tbb::task_group& group, auto&& task) {
+    group.run(std::forward<decltype(task)>(task));
+  };
 };
-static_assert(PoolAdapter<TbbAdapter>);
+static_assert(ForkJoinAdapter<TbbAdapter>);
 
 }  // namespace
 
