@@ -80,7 +80,8 @@ bool task_pending(const CancellableTask& task) noexcept { return task.phase.load
 namespace xthread {
 
 EventLoop::EventLoop(Options options)
-    : core_(std::make_shared<detail::LoopCore>(std::move(options.on_error), options.starvation_limit)) {}
+    : core_(
+          std::make_shared<detail::LoopCore>(std::move(options.on_error), options.starvation_limit, options.monitor)) {}
 
 EventLoop::~EventLoop() { core_->close_and_wait(); }
 
@@ -99,5 +100,7 @@ std::optional<std::chrono::steady_clock::time_point> EventLoop::next_deadline() 
 bool EventLoop::in_loop_thread() const noexcept { return core_->in_loop_thread(); }
 
 EventLoop::Stats EventLoop::stats() const { return core_->stats(); }
+
+LoopMonitor EventLoop::monitor() const { return core_->monitor(); }
 
 }  // namespace xthread

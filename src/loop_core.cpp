@@ -24,8 +24,12 @@ static_assert(std::is_same_v<SteadyClock::duration, std::chrono::nanoseconds>,
 
 // ---- posting ----------------------------------------------------------------------------------
 
-LoopCore::LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit)
-    : streaks_(starvation_limit), on_error_(std::move(on_error)) {}
+static_assert(LoopRecorder::kPriorities == kLevels, "a loop monitor histogram per run-queue level");
+
+LoopCore::LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit, bool monitor)
+    : monitor_(monitor ? std::make_unique<LoopRecorder>() : nullptr),
+      streaks_(starvation_limit),
+      on_error_(std::move(on_error)) {}
 
 LoopCore::~LoopCore() { close_and_wait(); }
 
@@ -42,6 +46,7 @@ void LoopCore::publish_locked() noexcept {
 
 bool LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
   const std::size_t level = level_of(priority);
+  if (monitor_) task->queued_at = SteadyClock::now();  // published to the loop thread by mutex_
   MutexLock lock(mutex_);
   if (closed_.load(std::memory_order_relaxed)) return false;  // relaxed: written under mutex_
   queue_.push(task, level, at_front);
@@ -123,9 +128,17 @@ void LoopCore::run_batch(Batch batch, std::size_t budget) {
   // reached, or the budget (run_ready's max_tasks) is spent; the next iteration chooses again.
   const std::uint32_t interrupting = (level_bit(batch.level) - 1u) | kTimersBit | front_bit(batch.level);
   std::size_t ran = 0;
+  LoopRecorder* const monitor = monitor_.get();
   for (LoopTask* task = batch.tasks.head; task != nullptr;) {
     LoopTask* next = task->next;
-    task->run(*this);  // may dispose of the task: `next` was read first
+    SteadyClock::time_point started{};
+    SteadyClock::time_point queued_at{};
+    if (monitor != nullptr) {
+      queued_at = task->queued_at;
+      started = SteadyClock::now();
+    }
+    task->run(*this);  // may dispose of the task: `next` and `queued_at` were read first
+    if (monitor != nullptr) monitor->record(batch.level, started - queued_at, SteadyClock::now() - started);
     tasks_run_.fetch_add(1, std::memory_order_relaxed);  // relaxed: a statistic
     ++ran;
     --batch.count;

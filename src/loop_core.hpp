@@ -19,10 +19,12 @@
 #include <vector>
 
 #include "xthread/event_loop.hpp"
+#include "xthread/latency_histogram.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/thread_annotations.hpp"
+#include "histogram_recorder.hpp"
 #include "run_queue.hpp"
 #include "timer_set.hpp"
 #include "wait_graph.hpp"
@@ -34,7 +36,8 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
  public:
   using ErrorHandler = std::function<void(std::exception_ptr)>;
 
-  LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit);
+  /// `monitor`: record every task's queue delay and run time (EventLoop::Options::monitor).
+  LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit, bool monitor = false);
   LoopCore(const LoopCore&) = delete;
   LoopCore& operator=(const LoopCore&) = delete;
   ~LoopCore();
@@ -59,6 +62,8 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   [[nodiscard]] bool in_loop_thread() const noexcept { return loop_thread_.is_calling_thread(); }
   [[nodiscard]] bool closed() const noexcept { return closed_.load(std::memory_order_acquire); }
   [[nodiscard]] EventLoop::Stats stats() const XTHREAD_EXCLUDES(mutex_);
+  /// Any thread. Empty histograms when the loop does not monitor.
+  [[nodiscard]] LoopMonitor monitor() const noexcept { return monitor_ ? monitor_->snapshot() : LoopMonitor{}; }
   void report_error(std::exception_ptr error) noexcept;
 
   /// The loop whose run() is executing on the calling thread (innermost), or nullptr.
@@ -168,6 +173,8 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   // (set_loop_thread), read anywhere; the wait-for graph's view of this loop.
   WaitTarget loop_thread_;
   std::atomic<std::uint64_t> tasks_run_{0};
+  // Set once at construction; null unless the loop monitors. Recorded into by the loop thread.
+  const std::unique_ptr<LoopRecorder> monitor_;
   // Loop thread only (the thread inside run(); handed over through mutex_ between runs):
   TimerSet timers_;
   Streaks streaks_;

@@ -8,7 +8,8 @@
 
 namespace xthread {
 
-LoopThread::LoopThread(std::string name) : name_(std::move(name)) {
+LoopThread::LoopThread(std::string name, EventLoop::Options options)
+    : name_(std::move(name)), loop_(std::move(options)) {
   thread_ = std::thread([this] {
     std::string thread_name = name_.substr(0, 15);
     pthread_setname_np(pthread_self(), thread_name.c_str());

@@ -115,6 +115,7 @@ bool TimerSet::collect_due(SteadyClock::time_point now, std::array<TaskList, kLe
     const std::size_t level = level_of(timer->priority);
     TimerState* raw = timer.get();
     raw->self_while_queued = std::move(timer);
+    raw->queued_at = raw->deadline;  // a monitoring loop's queue delay counts from the due time
     due[level].push_back(raw);
     ++counts[level];
     any = true;

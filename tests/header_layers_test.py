@@ -19,6 +19,7 @@ import tempfile
 LAYERS = ["base", "core", "coroutines", "execution", "asio", "umbrella"]
 LAYER_OF = {
     "xthread/errors.hpp": "base",
+    "xthread/latency_histogram.hpp": "base",
     "xthread/priority.hpp": "base",
     "xthread/version.hpp": "base",
     "xthread/event_loop.hpp": "core",

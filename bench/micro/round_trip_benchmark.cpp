@@ -2,6 +2,7 @@
 // Round trips between two threads: the floors (spin and futex ping-pong) and xthread's call_sync /
 // call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back);
 // call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);
+// call_sync with the function's (and the loop's) monitor on, beside it (issue #27);
 // call_sync made from a loop thread (it records its wait for the cross-loop deadlock detection);
 // and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run();
 // a coroutine on a loop awaiting f.async() (RoundTrip_AsyncAwait, the coroutine form of call_sync);
@@ -101,9 +102,10 @@ void RoundTrip_SpinFloor(benchmark::State& state) {
 }
 
 /// call_sync (or call_sync_with, when `options` is given) round trips into `loop`'s thread.
+/// `monitor`: with the function's monitor on (ThreadSafeFunction::Options::monitor).
 void measure_call_sync(benchmark::State& state, xthread::EventLoop& loop, bool idle,
-                       std::optional<xthread::CallOptions> options = std::nullopt) {
-  xthread::ThreadSafeFunction<int(int)> increment{loop, [](int x) { return x + 1; }};
+                       std::optional<xthread::CallOptions> options = std::nullopt, bool monitor = false) {
+  xthread::ThreadSafeFunction<int(int)> increment{loop, [](int x) { return x + 1; }, {.monitor = monitor}};
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
@@ -119,6 +121,13 @@ void measure_call_sync(benchmark::State& state, xthread::EventLoop& loop, bool i
 void RoundTrip_CallSync(benchmark::State& state, bool idle) {
   xthread::LoopThread worker{"micro-loop"};
   measure_call_sync(state, worker.loop(), idle);
+}
+
+/// call_sync with monitors on (issue #27: ≤ 1.05× RoundTrip_CallSync in the same run): the function's
+/// (four clock reads, three histogram records per call), and with `loop` also the loop's.
+void RoundTrip_CallSyncMonitored(benchmark::State& state, bool loop_too) {
+  xthread::LoopThread worker{"micro-loop", {.monitor = loop_too}};
+  measure_call_sync(state, worker.loop(), /*idle=*/false, std::nullopt, /*monitor=*/true);
 }
 
 void RoundTrip_CallSyncWith(benchmark::State& state, bool idle) {
@@ -350,6 +359,8 @@ BENCHMARK_CAPTURE(RoundTrip_AtomicWaitFloor, hot, false)->UseRealTime()->Iterati
 BENCHMARK_CAPTURE(RoundTrip_AtomicWaitFloor, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSync, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSync, idle, true)->UseRealTime()->Iterations(2'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncMonitored, function, false)->UseRealTime()->Iterations(20'000);
+BENCHMARK_CAPTURE(RoundTrip_CallSyncMonitored, function_and_loop, true)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncFromLoop, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncFromLoop, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncWith, hot, false)->UseRealTime()->Iterations(20'000);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <thread>
 
 #include "xthread/event_loop.hpp"
@@ -20,7 +21,9 @@ namespace xthread {
 class LoopThread {
  public:
   /// Starts the thread; loop() takes tasks at once. Throws std::system_error if it cannot be created.
-  explicit LoopThread(std::string name = "xthread-loop");
+  explicit LoopThread(std::string name = "xthread-loop") : LoopThread(std::move(name), EventLoop::Options{}) {}
+  /// The same, with the loop's options (EventLoop::Options: on_error, starvation_limit, monitor).
+  LoopThread(std::string name, EventLoop::Options options);
   LoopThread(const LoopThread&) = delete;
   LoopThread& operator=(const LoopThread&) = delete;
   ~LoopThread();

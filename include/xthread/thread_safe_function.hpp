@@ -21,6 +21,7 @@
 #include "xthread/errors.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/call_gate.hpp"
+#include "xthread/detail/call_monitoring.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/outcome.hpp"
@@ -29,6 +30,7 @@
 #include "xthread/detail/unique_function.hpp"
 #include "xthread/event_loop.hpp"
 #include "xthread/future.hpp"
+#include "xthread/latency_histogram.hpp"
 
 namespace xthread {
 
@@ -111,6 +113,10 @@ class ThreadSafeFunction<R(Args...)> {
     std::size_t max_queue = 0;          ///< queued calls allowed at once; 0 = unbounded
     std::function<void()> finalizer{};  ///< runs once on the loop thread when fully released (see class)
     Priority priority = Priority::normal;  ///< priority of call(), call_sync() and try_call() on the loop
+    /// Record study 000's three phases of every call whose callee runs (see CallMonitor); read with
+    /// monitor(). Costs four clock reads and three lock-free histogram records per call, and about
+    /// 30 KB; when off, one untaken branch per call.
+    bool monitor = false;
   };
 
   /// Binds `callee` (any callable R(Args...), move-only allowed) to `loop`. The loop may be destroyed
@@ -141,6 +147,7 @@ class ThreadSafeFunction<R(Args...)> {
   [[nodiscard]] Future<R> call_with(CallOptions options, U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
+    const auto issued = issued_now(state);
     detail::CallGate::Admission admission;
     if (detail::loop_in_thread(*state.core)) {
       admission = state.gate.try_enter(true);
@@ -151,7 +158,7 @@ class ThreadSafeFunction<R(Args...)> {
       admission = state.gate.enter();
     }
     if (admission != detail::CallGate::Admission::admitted) return detail::make_closed_future<R>(closed_reason(state));
-    return post_async(options, std::forward<U>(arguments)...);
+    return post_async(options, issued, std::forward<U>(arguments)...);
   }
 
   /// Any thread. Calls and waits for the result; rethrows the callee's exception (see Errors in the
@@ -170,8 +177,15 @@ class ThreadSafeFunction<R(Args...)> {
     State& state = *owner_->state;
     if (detail::loop_in_thread(*state.core)) {
       if (!state.gate.open()) throw ClosedError(closed_reason(state));
-      return detail::run_inline<R>([&]() -> R { return state.callee(std::forward<U>(arguments)...); });
+      detail::Outcome<R> inline_outcome;
+      detail::CallTimes times;
+      detail::run_timed(state.monitor.get(), times, [&] {
+        inline_outcome.run([&]() -> R { return state.callee(std::forward<U>(arguments)...); });
+      });
+      record(state, times, times.ended, /*inline_call=*/true);
+      return inline_outcome.take();
     }
+    const auto issued = issued_now(state);
     // A loop thread about to block (also on a full queue): record the wait first, and refuse a call
     // that closes a cycle.
     detail::SyncWaitEdge edge(*state.core,
@@ -179,14 +193,19 @@ class ThreadSafeFunction<R(Args...)> {
                               "in a synchronous call back into the caller's thread (directly or through other loops)");
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     SyncCall<U&&...> node(state, edge.record(), std::forward<U>(arguments)...);
-    const auto start = std::chrono::steady_clock::now();
+    node.times.issued = issued;
+    // The reply estimate's start; a monitoring call reuses its issue time (one clock read fewer; the
+    // estimate then includes a wait for a queue slot, which only a full bounded queue makes long).
+    const auto start = state.monitor ? issued : std::chrono::steady_clock::now();
     if (!detail::loop_post(*state.core, &node, options.priority, options.at_front)) {
       state.gate.cancel_admission();
       throw ClosedError("EventLoop stopped");
     }
     edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
     node.done.wait(detail::Partner{state.replies.recent()});
-    state.replies.record(std::chrono::steady_clock::now() - start);
+    const auto woke = std::chrono::steady_clock::now();
+    state.replies.record(woke - start);
+    record(state, node.times, woke);
     return node.outcome.take();
   }
 
@@ -196,10 +215,11 @@ class ThreadSafeFunction<R(Args...)> {
   [[nodiscard]] std::optional<Future<R>> try_call(U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
+    const auto issued = issued_now(state);
     if (state.gate.try_enter(detail::loop_in_thread(*state.core)) != detail::CallGate::Admission::admitted) {
       return std::nullopt;
     }
-    return post_async(CallOptions{state.priority, false}, std::forward<U>(arguments)...);
+    return post_async(CallOptions{state.priority, false}, issued, std::forward<U>(arguments)...);
   }
 
   class Awaitable;
@@ -233,6 +253,12 @@ class ThreadSafeFunction<R(Args...)> {
   void abort() noexcept { owner_->state->gate.abort(); }
   /// Any thread. True once aborted or fully released.
   [[nodiscard]] bool closing() const noexcept { return !owner_->state->gate.open(); }
+
+  /// Any thread, also while calls run; lock-free. A snapshot of the monitor (Options::monitor): the
+  /// three phases of every call whose caller has its result (a call whose callee never ran —
+  /// ClosedError — is not counted). Each phase is recorded once the call's notify ends, so a call in
+  /// flight is missing. Empty histograms when the function was made without `monitor`.
+  [[nodiscard]] CallMonitor monitor() const noexcept { return detail::call_monitor(owner_->state->monitor.get()); }
 
  private:
   using Arguments = std::tuple<std::decay_t<Args>...>;
@@ -272,6 +298,7 @@ class ThreadSafeFunction<R(Args...)> {
           // Allocated now, so closing never needs memory and the finalizer cannot be lost to bad_alloc.
           finalizer_task(options.finalizer ? std::make_unique<FinalizerTask>(std::move(options.finalizer)) : nullptr),
           gate(options.max_queue, [this] { schedule_finalizer(); }),
+          monitor(options.monitor ? detail::make_call_recorder() : nullptr),
           priority(options.priority) {}
 
     /// Called once by the gate, on the thread that finished closing the function.
@@ -287,8 +314,21 @@ class ThreadSafeFunction<R(Args...)> {
     std::unique_ptr<FinalizerTask> finalizer_task;  // released once, by the thread that finalizes
     detail::CallGate gate;
     detail::ReplyEstimate replies;              // call_sync's partner estimate (detail/wait_policy.hpp)
+    const std::shared_ptr<detail::CallRecorder> monitor;  // Options::monitor; null when off
     const Priority priority;                    // Options::priority
   };
+
+  /// The instant a call is issued, read only while the function monitors.
+  static detail::SteadyClock::time_point issued_now(const State& state) noexcept {
+    return state.monitor ? detail::SteadyClock::now() : detail::SteadyClock::time_point{};
+  }
+  /// Records a finished call's phases when the function monitors (an inline call: issued = started).
+  static void record(const State& state, detail::CallTimes times, detail::SteadyClock::time_point notified,
+                     bool inline_call = false) noexcept {
+    if (!state.monitor) return;
+    if (inline_call) times.issued = times.started;
+    detail::record_call(*state.monitor, times, notified);
+  }
 
   /// Keeps the function open while any handle exists; the last handle releases what is left.
   struct Owner {
@@ -309,8 +349,10 @@ class ThreadSafeFunction<R(Args...)> {
       if (state.gate.aborted()) {
         outcome.close("ThreadSafeFunction aborted");
       } else {
-        outcome.run([this]() -> R {
-          return std::apply([this](auto&&... a) -> R { return state.callee(std::forward<U>(a)...); }, forwarded);
+        detail::run_timed(state.monitor.get(), times, [this] {
+          outcome.run([this]() -> R {
+            return std::apply([this](auto&&... a) -> R { return state.callee(std::forward<U>(a)...); }, forwarded);
+          });
         });
       }
       finish();
@@ -330,6 +372,7 @@ class ThreadSafeFunction<R(Args...)> {
     detail::WaitRecord* wait;       // the caller's recorded wait (deadlock detection), or nullptr
     std::tuple<U...> forwarded;     // references into the waiting caller's frame
     detail::Outcome<R> outcome;
+    detail::CallTimes times;        // stamped while the function monitors; read by the caller after done
     detail::OneShotEvent done;
   };
 
@@ -338,15 +381,17 @@ class ThreadSafeFunction<R(Args...)> {
   /// back (destroy()).
   struct AsyncCall final : detail::FutureState<R>, detail::LoopTask {
     template <class... U>
-    explicit AsyncCall(std::shared_ptr<State> owner, U&&... arguments)
-        : state(std::move(owner)), pool(state->pool), stored(std::in_place, std::forward<U>(arguments)...) {}
+    explicit AsyncCall(std::shared_ptr<State> owner, detail::SteadyClock::time_point issued, U&&... arguments)
+        : state(std::move(owner)), pool(state->pool), stored(std::in_place, std::forward<U>(arguments)...) {
+      times.issued = issued;
+    }
 
     void run(detail::LoopCore& /*core*/) noexcept override {
       state->gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       if (state->gate.aborted()) {
         this->outcome().close("ThreadSafeFunction aborted");
       } else {
-        this->outcome().run(bind_stored(*state, *stored));
+        detail::run_timed(state->monitor.get(), times, [this] { this->outcome().run(bind_stored(*state, *stored)); });
       }
       finish();
     }
@@ -361,6 +406,8 @@ class ThreadSafeFunction<R(Args...)> {
     void finish() noexcept {
       stored.reset();
       state->gate.completed();
+      // notify ends here, as the Future becomes ready: state.reset() below may destroy the recorder.
+      if (state->monitor) record(*state, times, detail::SteadyClock::now());
       state.reset();
       this->publish();
     }
@@ -374,16 +421,17 @@ class ThreadSafeFunction<R(Args...)> {
     std::shared_ptr<State> state;  // until finish()
     std::shared_ptr<detail::RecyclingPool> pool;  // where the block goes back
     std::optional<Arguments> stored;
+    detail::CallTimes times;  // stamped while the function monitors
   };
 
   template <class... U>
-  Future<R> post_async(CallOptions options, U&&... arguments) {
+  Future<R> post_async(CallOptions options, detail::SteadyClock::time_point issued, U&&... arguments) {
     const std::shared_ptr<State>& state = owner_->state;
     void* memory = nullptr;
     AsyncCall* node = nullptr;
     try {
       memory = state->pool->allocate(sizeof(AsyncCall), alignof(AsyncCall));
-      node = ::new (memory) AsyncCall(state, std::forward<U>(arguments)...);
+      node = ::new (memory) AsyncCall(state, issued, std::forward<U>(arguments)...);
     } catch (...) {
       if (memory != nullptr) state->pool->deallocate(memory, sizeof(AsyncCall), alignof(AsyncCall));
       state->gate.cancel_admission();
@@ -486,7 +534,8 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
       outcome_.close(closed_reason(state));
       return true;
     }
-    outcome_.run(bind_stored(state, stored_));
+    detail::run_timed(state.monitor.get(), times_, [&] { outcome_.run(bind_stored(state, stored_)); });
+    times_.issued = times_.started;  // inline: no schedule
     return true;
   }
 
@@ -496,6 +545,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   bool await_suspend(std::coroutine_handle<> continuation) {
     continuation_ = continuation;
     State& state = *state_;
+    times_.issued = issued_now(state);
     if (!stay_on_callee_) resume_site_ = detail::ResumeSite::here();
     const detail::CallGate::Admission admission = state.gate.enter_or_wait(*this);
     if (admission == detail::CallGate::Admission::full) return true;  // a waiter now: not touched again here
@@ -514,7 +564,10 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   }
 
   /// The callee's value; rethrows its exception (see Errors in ThreadSafeFunction) or ClosedError.
-  R await_resume() { return outcome_.take(); }
+  R await_resume() {
+    if (state_->monitor) record(*state_, times_, detail::SteadyClock::now());  // resumed: notify ends
+    return outcome_.take();
+  }
 
   /// Whether the co_await suspended: true when the coroutine was resumed by the thread that completed
   /// the call (it went through f's queue, or waited for a slot); false when the call completed inside
@@ -544,7 +597,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
     if (state.gate.aborted()) {
       outcome_.close("ThreadSafeFunction aborted");
     } else {
-      outcome_.run(bind_stored(state, stored_));
+      detail::run_timed(state.monitor.get(), times_, [&] { outcome_.run(bind_stored(state, stored_)); });
     }
     state.gate.completed();  // the call is over; the state stays alive through state_
     go_back();
@@ -596,6 +649,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   CallOptions options_;
   Arguments stored_;
   detail::Outcome<R> outcome_;
+  detail::CallTimes times_;  // stamped while the function monitors; recorded by await_resume
   std::coroutine_handle<> continuation_;
   detail::ResumeSite resume_site_;
   Phase phase_ = Phase::calling;

@@ -10,6 +10,7 @@
 #include "xthread/event_loop.hpp"
 #include "xthread/execution.hpp"
 #include "xthread/future.hpp"
+#include "xthread/latency_histogram.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/schedule.hpp"

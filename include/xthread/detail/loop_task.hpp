@@ -26,6 +26,9 @@ class WaitTarget;
 class LoopTask {
  public:
   LoopTask* next = nullptr;  // owned by whichever list holds the task (under LoopCore's mutex while queued)
+  // When the task was queued, for a monitoring loop's queue delay (EventLoop::Options::monitor): set
+  // by post() only while the loop monitors, and to a timer's due time when it is queued.
+  SteadyClock::time_point queued_at{};
   /// Runs on the loop thread.
   virtual void run(LoopCore& core) noexcept = 0;
   /// The loop closed before the task could run. Runs on the thread that closes the loop.

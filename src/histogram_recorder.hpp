@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// src/histogram_recorder.hpp — the lock-free side of LatencyHistogram: what the loop and call
+// monitors record into from their threads, and copy out as LatencyHistogram snapshots.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <tuple>
+
+#include "xthread/latency_histogram.hpp"
+#include "xthread/detail/call_monitoring.hpp"
+
+namespace xthread::detail {
+
+/// LatencyHistogram's buckets as relaxed atomics. Thread rule: record() and snapshot() from any
+/// threads at once. record() is lock-free and allocation-free (two fetch_adds, and a compare-exchange
+/// only when a new minimum or maximum is seen). Ordering: none beyond the atomics' own; a snapshot
+/// taken while records run sees each of them in a bucket or not, and its mean may lag by those in
+/// flight (count() is the sum of the buckets it read).
+class HistogramRecorder {
+ public:
+  HistogramRecorder() noexcept = default;
+  HistogramRecorder(const HistogramRecorder&) = delete;
+  HistogramRecorder& operator=(const HistogramRecorder&) = delete;
+
+  void record(std::chrono::nanoseconds duration) noexcept;
+  /// Adds what was recorded so far to `into` (LatencyHistogram::merge of a snapshot).
+  void add_to(LatencyHistogram& into) const noexcept;
+  [[nodiscard]] LatencyHistogram snapshot() const noexcept {
+    LatencyHistogram histogram;
+    add_to(histogram);
+    return histogram;
+  }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, LatencyHistogram::kBuckets> buckets_{};
+  std::atomic<std::uint64_t> sum_{0};
+  std::atomic<std::int64_t> min_{LatencyHistogram::kTopValue};
+  std::atomic<std::int64_t> max_{0};
+};
+
+/// EventLoop's monitor (Options::monitor): per priority, each task's queue delay and run time,
+/// recorded by the loop thread; snapshot() from any thread.
+class LoopRecorder {
+ public:
+  static constexpr std::size_t kPriorities = std::tuple_size_v<decltype(LoopMonitor::by_priority)>;
+  void record(std::size_t level, std::chrono::nanoseconds queue_delay, std::chrono::nanoseconds run_time) noexcept {
+    queue_delay_[level].record(queue_delay);
+    run_time_[level].record(run_time);
+  }
+  [[nodiscard]] LoopMonitor snapshot() const noexcept;
+
+ private:
+  std::array<HistogramRecorder, kPriorities> queue_delay_;
+  std::array<HistogramRecorder, kPriorities> run_time_;
+};
+
+/// ThreadSafeFunction's monitor (Options::monitor): study 000's three phases of each call.
+class CallRecorder {
+ public:
+  void record(const CallTimes& times, SteadyClock::time_point notified) noexcept;
+  [[nodiscard]] CallMonitor snapshot() const noexcept;
+
+ private:
+  HistogramRecorder schedule_;
+  HistogramRecorder execute_;
+  HistogramRecorder notify_;
+};
+
+}  // namespace xthread::detail
