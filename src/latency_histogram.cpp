@@ -54,7 +54,7 @@ std::int64_t LatencyHistogram::bucket_floor(std::size_t index) noexcept {
 
 void LatencyHistogram::record(std::chrono::nanoseconds duration) noexcept {
   const std::int64_t value = std::max<std::int64_t>(duration.count(), 0);
-  ++buckets_[index_of(clamp_duration(duration))];
+  ++buckets_[bucket_of(duration)];
   ++count_;
   sum_ = add_saturated(sum_, static_cast<std::uint64_t>(value));
   min_ = std::min(min_, value);
@@ -120,7 +120,7 @@ namespace detail {
 void HistogramRecorder::record(std::chrono::nanoseconds duration) noexcept {
   const std::int64_t value = std::max<std::int64_t>(duration.count(), 0);
   // relaxed: statistics; a snapshot promises no order between two records.
-  buckets_[index_of(clamp_duration(duration))].fetch_add(1, std::memory_order_relaxed);
+  buckets_[LatencyHistogram::bucket_of(duration)].fetch_add(1, std::memory_order_relaxed);
   sum_.fetch_add(static_cast<std::uint64_t>(value), std::memory_order_relaxed);
   std::int64_t low = min_.load(std::memory_order_relaxed);
   while (value < low && !min_.compare_exchange_weak(low, value, std::memory_order_relaxed)) {

@@ -114,8 +114,8 @@ class ThreadSafeFunction<R(Args...)> {
     std::function<void()> finalizer{};  ///< runs once on the loop thread when fully released (see class)
     Priority priority = Priority::normal;  ///< priority of call(), call_sync() and try_call() on the loop
     /// Record study 000's three phases of every call whose callee runs (see CallMonitor); read with
-    /// monitor(). Costs four clock reads and three lock-free histogram records per call, and about
-    /// 30 KB; when off, one untaken branch per call.
+    /// monitor(). Costs four clock stamps per call (call_sync shares one with its own reply timing)
+    /// and three lock-free histogram records, and about 30 KB; when off, one untaken branch per call.
     bool monitor = false;
   };
 
@@ -182,7 +182,8 @@ class ThreadSafeFunction<R(Args...)> {
       detail::run_timed(state.monitor.get(), times, [&] {
         inline_outcome.run([&]() -> R { return state.callee(std::forward<U>(arguments)...); });
       });
-      record(state, times, times.ended, /*inline_call=*/true);
+      times.issued = times.started;  // inline: no schedule, and the caller has the value at once
+      record(state, times, times.ended);
       return inline_outcome.take();
     }
     const auto issued = issued_now(state);
@@ -322,12 +323,10 @@ class ThreadSafeFunction<R(Args...)> {
   static detail::SteadyClock::time_point issued_now(const State& state) noexcept {
     return state.monitor ? detail::SteadyClock::now() : detail::SteadyClock::time_point{};
   }
-  /// Records a finished call's phases when the function monitors (an inline call: issued = started).
-  static void record(const State& state, detail::CallTimes times, detail::SteadyClock::time_point notified,
-                     bool inline_call = false) noexcept {
-    if (!state.monitor) return;
-    if (inline_call) times.issued = times.started;
-    detail::record_call(*state.monitor, times, notified);
+  /// Records a finished call's phases when the function monitors.
+  static void record(const State& state, const detail::CallTimes& times,
+                     detail::SteadyClock::time_point notified) noexcept {
+    if (state.monitor) detail::record_call(*state.monitor, times, notified);
   }
 
   /// Keeps the function open while any handle exists; the last handle releases what is left.
