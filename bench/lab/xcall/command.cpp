@@ -103,6 +103,7 @@ XcallOptions xcall_options_from_flags(const XcallFlags& f, const XcallFlagLimits
   if (!f.gap.empty()) o.gap = for_flag("--gap", [&] { return parse_gap(f.gap); });
   o.hot = f.hot;
   o.full_matrix = f.full_matrix;
+  o.monitor = !f.no_monitor;
   if (!f.load_fib.empty()) o.load_fib = for_flag("--load-fib", [&] { return parse_load_fib(f.load_fib); });
   if (!f.seed.empty()) o.seed = for_flag("--seed", [&] { return parse_count(f.seed, 1, limits.max_seed); });
   o.floor_round_trips =
@@ -261,6 +262,9 @@ void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& li
       ->check(count_in(0, kMaxWarmup));
   sub.add_flag("--hot", flags.hot, "back-to-back calls, no gap");
   sub.add_flag("--full-matrix", flags.full_matrix, "measure every case x load x payload x work combination");
+  sub.add_flag("--no-monitor", flags.no_monitor,
+               "xthread's functions without ThreadSafeFunction::Options::monitor (default: with it, and xthread's "
+               "phases come from its CallMonitor, cross-checked against the lab's own timestamps)");
   sub.add_option("--seed", flags.seed, "random seed of the gaps and UUIDs" + both + " (default: random)")
       ->type_name("N")
       ->check(count_in(1, limits.max_seed));

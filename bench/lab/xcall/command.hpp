@@ -27,6 +27,7 @@ struct XcallFlags {
   std::string gap;
   bool hot = false;
   bool full_matrix = false;
+  bool no_monitor = false;
   std::string seed;
   std::string floor_round_trips = "20000";
   std::string background_burn = "0";
@@ -62,9 +63,9 @@ struct XcallFlagLimits {
 XcallOptions xcall_options_from_flags(const XcallFlags& flags, const XcallFlagLimits& limits = {});
 
 // Registers the measurement flags `xcall` and `napi` share (--case --load --payload --work --calls --warmup
-// --hot --full-matrix --seed --floor-round-trips --background-burn --background-nice), each checked against
-// its range. `both` is appended to
-// the help of the flags that apply to both of napi's implementations (e.g. ", both implementations").
+// --hot --full-matrix --no-monitor --seed --floor-round-trips --background-burn --background-nice), each checked
+// against its range. `both` is appended to the help of the flags that apply to both of napi's implementations
+// (e.g. ", both implementations").
 void add_xcall_flags(CLI::App& sub, XcallFlags& flags, const XcallFlagLimits& limits, const std::string& both);
 
 // Adds the `xcall` subcommand to `app`. Its callback runs the scenario on the calling thread (which

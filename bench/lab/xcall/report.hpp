@@ -36,6 +36,9 @@ nlohmann::json render_json(const XcallReport& report);
 // --background-burn line of the xcall and napi headers.
 std::string background_line(const BackgroundInfo& info);
 
+// How the phases of the points with a monitor_check were measured and whether the lab's own timestamps agree:
+// a line, then one "  ! ..." line per disagreeing phase or count. Empty when no point has a monitor_check.
+std::string render_monitor_check(const std::vector<XcallPoint>& points);
 // (f) every point of every contender and condition (callers, busy threads) with its percentiles, CPU per call
 // and the medians over its repetitions, beside the ratios to xthread's point of the same condition. Empty
 // when every point is the study's own (xthread, one caller, no busy threads, one repetition).

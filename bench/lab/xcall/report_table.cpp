@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // --format table, and the combined OpenHarmony | raw TSFN | Node-API | xthread table.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -496,6 +497,49 @@ std::string render_case_ratio_table(const std::vector<std::pair<std::string, con
          t.render();
 }
 
+std::string render_monitor_check(const std::vector<XcallPoint>& points) {
+  std::size_t monitored = 0, within = 0;
+  std::vector<std::string> problems;
+  std::vector<double> shares;                        // monitor's mean sum / lab's total mean, per point
+  std::vector<double> differences[3];                // monitor p50 - lab p50 per phase, per point
+  for (const XcallPoint& p : points) {
+    if (!p.monitor_check) continue;
+    ++monitored;
+    const MonitorCheck& m = *p.monitor_check;
+    const std::string where = p.implementation + " case " + std::to_string(p.case_id) + ", " + p.load + ", payload " +
+                              payload_label(p.payload) + ", work " + work_label(p.work_ns) +
+                              (p.host == kDirectHost ? "" : ", host " + p.host);
+    if (m.monitor_calls != p.calls) {
+      problems.push_back(where + ": the monitor counted " + std::to_string(m.monitor_calls) + " of " +
+                         std::to_string(p.calls) + " calls");
+    }
+    within += m.within ? 1 : 0;
+    if (!m.within) {
+      problems.push_back(where + ": the monitor's phase means add up to " + us(m.monitor_mean_sum_us) +
+                         " us against the lab's total mean " + us(m.lab_total_mean_us) + " us");
+    }
+    if (m.lab_total_mean_us > 0) shares.push_back(m.monitor_mean_sum_us / m.lab_total_mean_us);
+    const PhaseCheck* phases[3] = {&m.schedule, &m.execute, &m.notify};
+    for (int i = 0; i < 3; ++i) differences[i].push_back(phases[i]->monitor_p50_us - phases[i]->lab_p50_us);
+  }
+  if (monitored == 0) return {};
+  const auto [low, high] = std::minmax_element(shares.begin(), shares.end());
+  std::string out =
+      "phases: sched/exec/notify of " + std::to_string(monitored) +
+      " points are their function's CallMonitor (ThreadSafeFunction::Options::monitor) over exactly "
+      "the measured calls.\n"
+      "        Cross-check with the lab's own timestamps: the monitor's phase means add up to " +
+      (shares.empty() ? std::string("-") : format("%.1f", 100 * *low) + "-" + format("%.1f", 100 * *high)) +
+      " % of the lab's total mean (" + std::to_string(within) + " of " + std::to_string(monitored) + " points within " +
+      format("%.0f", kMonitorTolerance * 100) + " % or " + format("%.1f", kMonitorSlackUs) +
+      " us below it);\n        p50 monitor - lab, median over the "
+      "points: schedule " +
+      format("%+.2f", median(differences[0])) + ", execute " + format("%+.2f", median(differences[1])) + ", notify " +
+      format("%+.2f", median(differences[2])) + " us (each stamps at its own instructions: docs/monitoring.md)\n";
+  for (const std::string& problem : problems) out += "  ! " + problem + "\n";
+  return out;
+}
+
 std::string render_table(const XcallReport& report) {
   std::ostringstream out;
   const auto& m = report.machine;
@@ -549,6 +593,7 @@ std::string render_table(const XcallReport& report) {
       ratio_sets.emplace_back(impls[i], &by_impl[i]);
     }
     out << percentile_table(sets);
+    if (const std::string check = render_monitor_check(report.points); !check.empty()) out << check;
     if (const std::string table_f = render_contender_table(report.points); !table_f.empty()) out << "\n" << table_f;
     if (const std::string g = render_case_ratio_table(ratio_sets); !g.empty()) out << "\n" << g;
   } else {
@@ -568,7 +613,9 @@ std::string render_table(const XcallReport& report) {
     }
     out << "direct / uv / nested: the main loop's host (--host), see (d)\n\n";
     out << model_lines(report);
-    out << percentile_table(sets, "host") << "\n";
+    out << percentile_table(sets, "host");
+    if (const std::string check = render_monitor_check(report.points); !check.empty()) out << check;
+    out << "\n";
     out << hosts_table(report);
     if (const std::string table_f = render_contender_table(report.points); !table_f.empty()) out << "\n" << table_f;
     if (const std::string g = render_case_ratio_table({{"xthread", &report.points}}); !g.empty()) out << "\n" << g;
@@ -584,6 +631,7 @@ std::string render_combined_table(const std::vector<XcallPoint>& node_api, const
   std::string ratios =
       render_case_ratio_table({{"TSFN raw", &node_api_raw}, {"Node-API", &node_api}, {"xthread", &xthread}});
   if (!ratios.empty()) ratios = "\n" + ratios;
+  ratios = render_monitor_check(xthread) + ratios;
   if (node_api_raw.empty()) {
     const std::vector<NamedSet> sets = {{"Node-API", "napi", &node_api}, {"xthread", "xt", &xthread}};
     return study_tables(sets, {0, 1}, flagged_loads) + "\n" + percentile_table(sets) + ratios;

@@ -30,6 +30,27 @@ void XcallPoint::summarize_samples() {
   execute_us = summarize(to_us(samples.execute_ns));
   notify_us = summarize(to_us(samples.notify_ns));
   calls = samples.total_ns.size();
+  phases_from = "samples";
+  monitor_check.reset();
+}
+
+bool monitor_within(double monitor_us, double lab_us) {
+  const double below = lab_us - monitor_us;
+  return below >= -0.01 && below <= std::max(kMonitorTolerance * lab_us, kMonitorSlackUs);
+}
+
+void to_json(nlohmann::json& out, const PhaseCheck& c) {
+  out = nlohmann::json{{"monitor_p50_us", c.monitor_p50_us}, {"lab_p50_us", c.lab_p50_us}};
+}
+
+void to_json(nlohmann::json& out, const MonitorCheck& c) {
+  out = nlohmann::json{{"monitor_calls", c.monitor_calls},
+                       {"schedule", c.schedule},
+                       {"execute", c.execute},
+                       {"notify", c.notify},
+                       {"monitor_mean_sum_us", c.monitor_mean_sum_us},
+                       {"lab_total_mean_us", c.lab_total_mean_us},
+                       {"within", c.within}};
 }
 
 void to_json(nlohmann::json& out, const XcallPoint& p) {
@@ -48,6 +69,8 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
       {"schedule_us", p.schedule_us},
       {"execute_us", p.execute_us},
       {"notify_us", p.notify_us},
+      {"phases_from", p.phases_from},
+      {"monitor_check", p.monitor_check ? nlohmann::json(*p.monitor_check) : nlohmann::json(nullptr)},
       {"cpu_us_per_call", optional_number(p.cpu_us_per_call)},
       {"busy_cpu_share", optional_number(p.busy_cpu_share)},
       {"repetitions", p.repetitions},
@@ -152,6 +175,27 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
       from_json(typed(key, is_object, "an object"), *field);
     } catch (const nlohmann::json::exception& e) {
       throw std::runtime_error(std::string("key '") + key + "': " + e.what());
+    }
+  }
+  if (const auto it = in.find("phases_from"); it != in.end()) {  // optional key: older files are "samples"
+    if (!it->is_string()) throw std::runtime_error("key 'phases_from' is not a string");
+    p.phases_from = it->get<std::string>();
+  }
+  if (const auto it = in.find("monitor_check"); it != in.end() && !it->is_null()) {  // optional key
+    try {
+      MonitorCheck check;
+      check.monitor_calls = it->at("monitor_calls").get<std::uint64_t>();
+      for (auto [key, field] : {std::pair{"schedule", &check.schedule}, std::pair{"execute", &check.execute},
+                                std::pair{"notify", &check.notify}}) {
+        const nlohmann::json& phase = it->at(key);
+        *field = PhaseCheck{phase.at("monitor_p50_us").get<double>(), phase.at("lab_p50_us").get<double>()};
+      }
+      check.monitor_mean_sum_us = it->at("monitor_mean_sum_us").get<double>();
+      check.lab_total_mean_us = it->at("lab_total_mean_us").get<double>();
+      check.within = it->at("within").get<bool>();
+      p.monitor_check = check;
+    } catch (const nlohmann::json::exception& e) {
+      throw std::runtime_error(std::string("key 'monitor_check': ") + e.what());
     }
   }
   if (const auto it = in.find("cpu_us_per_call"); it != in.end() && !it->is_null()) {  // optional key

@@ -48,6 +48,33 @@ struct XcallRepetition {
   std::optional<double> cpu_us_per_call;
 };
 
+// One phase's p50 by xthread's CallMonitor beside the lab's own timestamps of the same calls. The two
+// instruments stamp at different instructions (docs/monitoring.md, "The lab's cross-check"): the monitor's
+// execute also moves the arguments in and the result out, the lab's schedule and notify also cover the path
+// into call_sync and back out of it; so a phase's two p50s differ by those paths, not by a tolerance.
+struct PhaseCheck {
+  double monitor_p50_us = 0;  // LatencyHistogram::percentile(0.5) (the middle of its bucket, within 1/64)
+  double lab_p50_us = 0;      // nearest-rank p50 of the lab's samples
+};
+
+// The cross-check of a point whose phases came from the monitor (XcallPoint::phases_from == "monitor").
+// Per call, the monitor's whole call (entering call_sync -> the caller woke) lies inside the lab's
+// (issue -> the caller has the reply), so the sum of the monitor's phase means is at most the lab's total
+// mean, and below it only by the two paths around the library: `within` says it is, by at most
+// kMonitorTolerance of the lab's mean or kMonitorSlackUs.
+struct MonitorCheck {
+  std::uint64_t monitor_calls = 0;  // calls the monitor counted: equals the point's calls
+  PhaseCheck schedule, execute, notify;
+  double monitor_mean_sum_us = 0;  // schedule + execute + notify means, by the monitor
+  double lab_total_mean_us = 0;    // total_us.mean
+  bool within = false;             // monitor_within(monitor_mean_sum_us, lab_total_mean_us)
+};
+
+inline constexpr double kMonitorTolerance = 0.05;
+inline constexpr double kMonitorSlackUs = 1.0;
+// 0 <= lab - monitor <= max(kMonitorTolerance x lab, kMonitorSlackUs), with 10 ns for the monitor's integer means.
+bool monitor_within(double monitor_us, double lab_us);
+
 struct XcallPoint {
   // "xthread" | "plain" (mutex + condition variable, xcall --impl plain) | "node-api" (bridge) |
   // "node-api-raw" (bare TSFN)
@@ -62,6 +89,11 @@ struct XcallPoint {
   std::size_t busy_threads = 0;            // busy threads beside the study's (xcall --oversubscribe)
   std::size_t calls = 0;                   // measured calls (warm-up excluded), every caller and repetition
   Summary total_us, schedule_us, execute_us, notify_us;
+  // Where schedule_us, execute_us and notify_us come from: "monitor" (the CallMonitor of the function the
+  // measured calls went through: xthread's points, unless xcall --no-monitor) or "samples" (the lab's own
+  // timestamps, i.e. `samples`). total_us is always from the samples.
+  std::string phases_from = "samples";
+  std::optional<MonitorCheck> monitor_check;  // with phases_from == "monitor"
   // Process CPU time (CLOCK_PROCESS_CPUTIME_ID, every thread, less the busy threads' sum_exec_runtime) over
   // the point's calls, warm-up included, per call; nullopt when read from a file written before it existed.
   std::optional<double> cpu_us_per_call;
@@ -73,7 +105,7 @@ struct XcallPoint {
   std::optional<double> model_us;              // load model, see docs/results-schema.md
   XcallSamples samples;                        // may be empty when read from a file without samples
 
-  // Fills the four summaries and `calls` from `samples`.
+  // Fills the four summaries and `calls` from `samples` (phases_from becomes "samples").
   void summarize_samples();
 };
 
@@ -146,6 +178,8 @@ struct XcallReport {
 };
 
 void to_json(nlohmann::json& out, const XcallRepetition& repetition);
+void to_json(nlohmann::json& out, const PhaseCheck& check);
+void to_json(nlohmann::json& out, const MonitorCheck& check);
 void to_json(nlohmann::json& out, const XcallPoint& point);
 void to_json(nlohmann::json& out, const LoadInfo& info);
 void to_json(nlohmann::json& out, const PriorityVariant& variant);

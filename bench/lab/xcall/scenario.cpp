@@ -13,6 +13,7 @@
 #include <random>
 #include <system_error>
 #include <thread>
+#include <tuple>
 
 #include <pthread.h>
 
@@ -165,6 +166,40 @@ std::string describe(const XcallPointSpec& s, Host host) {
   return text;
 }
 
+// A monitor's histogram as the lab's Summary, in microseconds.
+Summary summary_of(const xthread::LatencyHistogram& h) {
+  auto us = [](nanoseconds d) { return static_cast<double>(d.count()) / 1000.0; };
+  Summary s;
+  s.count = static_cast<std::size_t>(h.count());
+  if (s.count == 0) return s;
+  s.mean = us(h.mean());
+  s.p50 = us(h.percentile(0.5));
+  s.p90 = us(h.percentile(0.9));
+  s.p99 = us(h.percentile(0.99));
+  s.min = us(h.min());
+  s.max = us(h.max());
+  return s;
+}
+
+// Replaces the point's phase summaries (from its samples) with the monitor's, keeping each sample p50 beside
+// the monitor's in the point's monitor_check.
+void use_monitor_phases(XcallPoint& point, const xthread::CallMonitor& monitor) {
+  MonitorCheck check;
+  check.monitor_calls = monitor.execute.count();
+  for (auto [lab, histogram, out] : {std::tuple{&point.schedule_us, &monitor.schedule, &check.schedule},
+                                     std::tuple{&point.execute_us, &monitor.execute, &check.execute},
+                                     std::tuple{&point.notify_us, &monitor.notify, &check.notify}}) {
+    const Summary measured = summary_of(*histogram);
+    *out = PhaseCheck{measured.p50, lab->p50};
+    *lab = measured;
+    check.monitor_mean_sum_us += measured.mean;
+  }
+  check.lab_total_mean_us = point.total_us.mean;
+  check.within = monitor_within(check.monitor_mean_sum_us, check.lab_total_mean_us);
+  point.phases_from = "monitor";
+  point.monitor_check = check;
+}
+
 // One call's phases (see XcallSamples).
 struct CallTiming {
   std::int64_t total_ns, schedule_ns, execute_ns, notify_ns;
@@ -263,19 +298,11 @@ class Driver {
 
   void run() {
     xthread::LoopThread worker("xcall-worker");
-    Concat main_concat(main_loop_, [this](std::string a, std::string b) {
-      return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
-    });
-    Concat worker_concat(worker.loop(), [this](std::string a, std::string b) {
-      return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
-    });
-    Concat worker_nested(worker.loop(), [&main_concat](std::string a, std::string b) {
-      const auto start = Clock::now();
-      Reply reply = main_concat.call_sync(std::move(a), std::move(b));
-      reply.start = start;
-      reply.end = Clock::now();
-      return reply;
-    });
+    worker_loop_ = &worker.loop();
+    Concat main_concat = make_target(1);
+    main_concat_ = &main_concat;
+    Concat worker_concat = make_target(2);
+    Concat worker_nested = make_target(3);
     targets_[0] = &main_concat;
     targets_[1] = &worker_concat;
     targets_[2] = &worker_nested;
@@ -350,6 +377,29 @@ class Driver {
   }
 
  private:
+  // A new function of case `case_id` (1: the main loop concatenates, 2: the worker does, 3: the worker's callee
+  // makes a nested call_sync to the main loop's persistent function), monitoring when options_.monitor is set.
+  Concat make_target(int case_id) {
+    const Concat::Options function_options{.monitor = options_.monitor};
+    auto concat = [this](std::string a, std::string b) {
+      return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
+    };
+    switch (case_id) {
+      case 1:
+        return Concat(main_loop_, concat, function_options);
+      case 2:
+        return Concat(*worker_loop_, concat, function_options);
+      default:
+        return Concat(*worker_loop_, [main = *main_concat_](std::string a, std::string b) mutable {
+          const auto start = Clock::now();
+          Reply reply = main.call_sync(std::move(a), std::move(b));
+          reply.start = start;
+          reply.end = Clock::now();
+          return reply;
+        }, function_options);
+    }
+  }
+
   // Returns once every task posted to the main loop before it has run.
   void barrier_main() {
     std::promise<void> reached;
@@ -418,24 +468,34 @@ class Driver {
   // What one contender's block of a point (one repetition) measured.
   struct Block {
     std::vector<CallTiming> timings;  // every caller's measured calls
+    std::optional<xthread::CallMonitor> monitor;  // xthread's, of the function the measured calls went through
     std::size_t calls_made = 0;       // warm-up included
     double cpu_s = 0;                 // process CPU over the block less the busy threads'
     double busy_cpu_s = 0;            // the busy threads' CPU over the block
     double wall_s = 0;
   };
 
+  // How one contender's block calls: `warm` for the --warmup calls, `measured` for the recorded ones (xthread's
+  // go through a new function, so its monitor holds exactly the measured calls). Each caller thread uses its
+  // own copies (a ThreadSafeFunction handle is used by one thread at a time).
+  template <class Call>
+  struct CallPair {
+    Call warm;
+    Call measured;
+  };
+
   // One caller's share of a block: --warmup unrecorded calls, then the measured ones with their gaps.
   // `report_progress`: this caller keeps the progress line (only one thread may).
   template <class Call>
-  void caller_calls(Call& call, const Payload& p, const std::string& where, const std::string& label,
+  void caller_calls(CallPair<Call> call, const Payload& p, const std::string& where, const std::string& label,
                     std::uniform_int_distribution<std::int64_t> gap_dist, std::mt19937_64& rng, std::size_t calls,
                     bool report_progress, std::vector<CallTiming>& out) {
-    for (std::size_t i = 0; i < options_.warmup; ++i) timed_call(call, p, where);
+    for (std::size_t i = 0; i < options_.warmup; ++i) timed_call(call.warm, p, where);
     out.reserve(calls);
     auto last_update = Clock::now();
     for (std::size_t i = 0; i < calls; ++i) {
       pause_before_call(gap_dist, rng);
-      out.push_back(timed_call(call, p, where));
+      out.push_back(timed_call(call.measured, p, where));
       if (report_progress && progress_.active() && Clock::now() - last_update > std::chrono::milliseconds(100)) {
         last_update = Clock::now();
         progress_.update(label + std::to_string(i + 1) + "/" + std::to_string(calls));
@@ -459,7 +519,7 @@ class Driver {
   // One contender's block: spec.callers threads (this one when there is one caller) each making the point's
   // calls through `call`, all released at once.
   template <class Call>
-  Block run_block(const XcallPointSpec& spec, Call call, const Payload& p, const std::string& where,
+  Block run_block(const XcallPointSpec& spec, const CallPair<Call>& call, const Payload& p, const std::string& where,
                   const std::string& label, const BusyThreads& busy) {
     const std::size_t calls = calls_per_point(options_, spec.load);
     const auto gap_dist = gap_distribution(spec.load);
@@ -474,6 +534,7 @@ class Driver {
       std::vector<std::mt19937_64> rngs;
       rngs.reserve(spec.callers);
       for (std::size_t c = 0; c < spec.callers; ++c) rngs.emplace_back(rng_());
+      std::vector<CallPair<Call>> copies(spec.callers, call);  // made here: each thread then owns its handles
       std::latch start(static_cast<std::ptrdiff_t>(spec.callers));
       std::vector<std::thread> callers;
       callers.reserve(spec.callers);
@@ -488,7 +549,7 @@ class Driver {
             pthread_setname_np(pthread_self(), ("xcall-caller-" + std::to_string(c)).c_str());
             start.arrive_and_wait();
             try {
-              caller_calls(call, p, where, label, gap_dist, rngs[c], calls, c == 0, timings[c]);
+              caller_calls(std::move(copies[c]), p, where, label, gap_dist, rngs[c], calls, c == 0, timings[c]);
             } catch (...) {
               failures[c] = std::current_exception();
             }
@@ -516,25 +577,33 @@ class Driver {
   Block measure_block(Implementation impl, const XcallPointSpec& spec, const Payload& p, const std::string& where,
                       const std::string& label, const BusyThreads& busy) {
     if (impl == Implementation::xthread) {
-      Concat& target = *targets_[spec.case_id - 1];
-      return run_block(spec, [&target](std::string a, std::string b) {
-        return target.call_sync(std::move(a), std::move(b));
-      }, p, where, label, busy);
+      auto through = [](Concat target) {
+        return [target](std::string a, std::string b) mutable { return target.call_sync(std::move(a), std::move(b)); };
+      };
+      Concat& warm = *targets_[spec.case_id - 1];
+      if (!options_.monitor) return run_block(spec, CallPair{through(warm), through(warm)}, p, where, label, busy);
+      Concat measured = make_target(spec.case_id);
+      Block block = run_block(spec, CallPair{through(warm), through(measured)}, p, where, label, busy);
+      block.monitor = measured.monitor();  // every measured call returned, so every one is recorded
+      return block;
     }
     PlainThread& main = *plain_main_;
     PlainThread& worker = *plain_worker_;
     const nanoseconds work(work_ns_.load(std::memory_order_relaxed));
+    auto both = [](auto call) { return CallPair{call, call}; };
     switch (spec.case_id) {
       case 1:
-        return run_block(spec, [&main, work](std::string a, std::string b) {
+        return run_block(spec, both([&main, work](std::string a, std::string b) {
           return main.call([&] { return concatenate(std::move(a), std::move(b), work); });
-        }, p, where, label, busy);
+        }),
+                         p, where, label, busy);
       case 2:
-        return run_block(spec, [&worker, work](std::string a, std::string b) {
+        return run_block(spec, both([&worker, work](std::string a, std::string b) {
           return worker.call([&] { return concatenate(std::move(a), std::move(b), work); });
-        }, p, where, label, busy);
+        }),
+                         p, where, label, busy);
       default:  // 3: the worker's task forwards synchronously to "main"
-        return run_block(spec, [&main, &worker, work](std::string a, std::string b) {
+        return run_block(spec, both([&main, &worker, work](std::string a, std::string b) {
           return worker.call([&] {
             const auto start = Clock::now();
             Reply reply = main.call([&] { return concatenate(std::move(a), std::move(b), work); });
@@ -542,7 +611,8 @@ class Driver {
             reply.end = Clock::now();
             return reply;
           });
-        }, p, where, label, busy);
+        }),
+                         p, where, label, busy);
     }
   }
 
@@ -556,6 +626,7 @@ class Driver {
     std::vector<XcallPoint> points(contenders);
     std::vector<double> cpu_s(contenders, 0), busy_cpu_s(contenders, 0), wall_s(contenders, 0);
     std::vector<std::size_t> calls_made(contenders, 0);
+    std::vector<std::optional<xthread::CallMonitor>> monitors(contenders);  // every repetition's, merged
     for (std::size_t k = 0; k < contenders; ++k) {
       XcallPoint& point = points[k];
       point.implementation = std::string(implementation_name(options_.impls[k]));
@@ -597,6 +668,12 @@ class Driver {
         rep.total_us = summarize(std::move(totals_us));
         rep.cpu_us_per_call = block.cpu_s * 1e6 / static_cast<double>(block.calls_made);
         point.repetitions.push_back(rep);
+        if (block.monitor) {
+          if (!monitors[k]) monitors[k].emplace();
+          monitors[k]->schedule.merge(block.monitor->schedule);
+          monitors[k]->execute.merge(block.monitor->execute);
+          monitors[k]->notify.merge(block.monitor->notify);
+        }
         cpu_s[k] += block.cpu_s;
         busy_cpu_s[k] += block.busy_cpu_s;
         wall_s[k] += block.wall_s;
@@ -611,6 +688,7 @@ class Driver {
         point.busy_cpu_share = busy_cpu_s[k] / (static_cast<double>(spec.busy_threads) * wall_s[k]);
       }
       point.summarize_samples();
+      if (monitors[k]) use_monitor_phases(point, *monitors[k]);
       report_.points.push_back(std::move(point));
     }
   }
@@ -683,6 +761,8 @@ class Driver {
   std::map<std::uint64_t, Payload> payloads_;
   FibCalibrator& calibrator_;
   Concat* targets_[3] = {nullptr, nullptr, nullptr};  // xthread's cases 1, 2, 3 (set by run())
+  xthread::EventLoop* worker_loop_ = nullptr;         // the worker's loop (set by run())
+  Concat* main_concat_ = nullptr;                     // case 3's nested target: targets_[0] (set by run())
   PlainThread* plain_main_ = nullptr;                  // the plain contender's threads (set by run())
   PlainThread* plain_worker_ = nullptr;
 };
@@ -747,6 +827,7 @@ nlohmann::json config_json(const XcallOptions& o, std::uint64_t seed, std::size_
       {"points_planned", planned},
       {"hosts", hosts},
       {"impls", impl_names(o.impls)},
+      {"monitor", o.monitor},
       {"repetitions", o.repetitions},
       {"busy_threads", o.busy_threads},
       {"callers", o.callers},

@@ -100,6 +100,10 @@ struct XcallOptions {
   std::vector<std::size_t> callers = {1};                          // --callers (threads), one point per value
   std::size_t background_burn = 0;  // --background-burn: niced busy processes around the run (the command's)
   int background_nice = 15;         // --background-nice of those processes
+  // xthread's functions are made with ThreadSafeFunction::Options::monitor, and the phases of xthread's points
+  // come from their CallMonitor (cross-checked against the lab's timestamps); false (--no-monitor): from the
+  // lab's timestamps, without the monitor's cost.
+  bool monitor = true;
   std::size_t backlog_tasks = 64;  // priority point: normal tasks kept queued on the main loop
   std::chrono::nanoseconds backlog_task_work = std::chrono::microseconds(5);  // busy-wait of each
   // Test hook, not reachable from the command line: applied by the caller to every returned string

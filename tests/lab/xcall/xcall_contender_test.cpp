@@ -161,6 +161,18 @@ TEST(XcallContenders, EveryContenderConditionAndRepetitionIsMeasured) {
     for (std::size_t k = 0; k < p.calls; ++k) {
       EXPECT_EQ(p.samples.schedule_ns[k] + p.samples.execute_ns[k] + p.samples.notify_ns[k], p.samples.total_ns[k]);
     }
+    // xthread's phases come from the monitor of the function the measured calls went through: exactly those
+    // calls, every caller's (each with its own handle) and every repetition's; plain's from the lab's stamps.
+    if (p.implementation == "xthread") {
+      EXPECT_EQ(p.phases_from, "monitor");
+      ASSERT_TRUE(p.monitor_check);
+      EXPECT_EQ(p.monitor_check->monitor_calls, p.calls);
+      EXPECT_EQ(p.schedule_us.count, p.calls);
+      EXPECT_EQ(p.notify_us.count, p.calls);
+    } else {
+      EXPECT_EQ(p.phases_from, "samples");
+      EXPECT_FALSE(p.monitor_check);
+    }
   }
   // The plain case 3 forwards to its "main" thread: its callee takes at least a hop, case 2's does not.
   const auto* plain3 = xthread_lab::find_point(report.points, 3, "idle", 10, 0, false, "direct", 1, 0, "plain");

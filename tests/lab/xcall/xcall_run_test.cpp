@@ -5,6 +5,8 @@
 
 #include <numeric>
 
+#include <nlohmann/json.hpp>
+
 #include "xcall/report.hpp"
 #include "xcall/scenario.hpp"
 
@@ -40,7 +42,17 @@ void expect_phases_add_up(const xthread_lab::XcallPoint& p) {
     EXPECT_EQ(p.samples.schedule_ns[i] + p.samples.execute_ns[i] + p.samples.notify_ns[i], p.samples.total_ns[i]);
   }
   const double parts = p.schedule_us.mean + p.execute_us.mean + p.notify_us.mean;
-  EXPECT_NEAR(parts, p.total_us.mean, 0.05 * p.total_us.mean);
+  if (p.phases_from == "monitor") {
+    // The monitor's whole call (entering call_sync -> the caller woke) lies inside the lab's, call by call.
+    ASSERT_TRUE(p.monitor_check);
+    EXPECT_EQ(p.monitor_check->monitor_calls, p.calls);
+    EXPECT_EQ(p.execute_us.count, p.calls);
+    EXPECT_DOUBLE_EQ(p.monitor_check->monitor_mean_sum_us, parts);
+    EXPECT_LE(parts, p.total_us.mean + 0.01);
+    EXPECT_GT(parts, 0);
+  } else {
+    EXPECT_NEAR(parts, p.total_us.mean, 0.05 * p.total_us.mean);
+  }
   EXPECT_GT(p.total_us.mean, 0);
   EXPECT_LE(p.total_us.p50, p.total_us.p99);
   EXPECT_LE(p.total_us.p99, p.total_us.max);
@@ -64,6 +76,38 @@ TEST(XcallRun, EveryCaseIdle) {
   ASSERT_NE(case3, nullptr);
   ASSERT_NE(case2, nullptr);
   EXPECT_GT(case3->execute_us.p50, case2->execute_us.p50);
+}
+
+TEST(XcallRun, PhasesComeFromTheMonitorUnlessNoMonitor) {
+  xthread_lab::Progress quiet(false);
+  XcallOptions o = tiny({LoadLevel::idle});
+  o.payloads = {10};
+  o.works = {std::chrono::nanoseconds(200us)};  // execute's two instruments then agree to a few per cent
+  const auto monitored = xthread_lab::run_xcall(o, quiet);
+  ASSERT_EQ(monitored.points.size(), 3u);
+  EXPECT_EQ(monitored.config.at("monitor"), true);
+  for (const auto& p : monitored.points) {
+    EXPECT_EQ(p.phases_from, "monitor");
+    ASSERT_TRUE(p.monitor_check);
+    EXPECT_GE(p.execute_us.p50, 200.0) << "the callee busy-waits 200 us";
+    EXPECT_GE(p.monitor_check->execute.lab_p50_us, 200.0);
+    EXPECT_GE(p.monitor_check->execute.monitor_p50_us, p.monitor_check->execute.lab_p50_us * 0.98)
+        << "the monitor's execute contains the callee's own (within its 1/64 bucket error)";
+    expect_phases_add_up(p);
+  }
+  const nlohmann::json doc = xthread_lab::render_json(monitored);
+  EXPECT_EQ(doc.at("points")[0].at("phases_from"), "monitor");
+  EXPECT_TRUE(doc.at("points")[0].at("monitor_check").at("within").is_boolean());
+  EXPECT_NE(xthread_lab::render_table(monitored).find("CallMonitor"), std::string::npos);
+
+  o.monitor = false;
+  const auto plain = xthread_lab::run_xcall(o, quiet);
+  for (const auto& p : plain.points) {
+    EXPECT_EQ(p.phases_from, "samples");
+    EXPECT_FALSE(p.monitor_check);
+    expect_phases_add_up(p);
+  }
+  EXPECT_EQ(xthread_lab::render_table(plain).find("CallMonitor"), std::string::npos);
 }
 
 TEST(XcallRun, MediumLoadWithForcedFibAndWork) {
