@@ -108,8 +108,9 @@ class Measurer {
       progress_.update("advise: load " + duration_text(load) + " (" + std::to_string(load_index_) + "/" +
                        std::to_string(loads_) + "), repetition " + std::to_string(r + 1) + "/" +
                        std::to_string(options_.repetitions));
+      const std::uint64_t seed = seed_ + passes_;  // run_xcall takes 0 (a wrapped sum) for "random"
       const XcallReport pass =
-          run_xcall(pass_options(options_, load, r % 2 == 1, seed_ + passes_, passes_ == 0), progress_);
+          run_xcall(pass_options(options_, load, r % 2 == 1, seed == 0 ? 1 : seed, passes_ == 0), progress_);
       ++passes_;
       for (const XcallPoint& p : pass.points) {
         auto [it, fresh] = merged.try_emplace(p.case_id, p);
