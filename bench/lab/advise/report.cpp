@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "advise/advise.hpp"
+#include "common/flags.hpp"
 #include "common/text_table.hpp"
 
 namespace xthread_lab {
