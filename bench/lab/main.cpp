@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "advise/command.hpp"
 #include "common/flags.hpp"
 #include "napi/command.hpp"
 #include "pool/command.hpp"
@@ -13,7 +14,9 @@
 
 int main(int argc, char** argv) {
   CLI::App app{
-      "xthread lab: reproduces two performance studies (xcall = study 000 ThreadSafeFunctionPerf, napi = study 000 with Node-API beside xthread, pool = study 004 Eterfree)",
+      "xthread lab: reproduces two performance studies (xcall = study 000 ThreadSafeFunctionPerf, napi = study 000 "
+      "with Node-API beside xthread, pool = study 004 Eterfree; advise = where a callee should run, from study "
+      "000's placements)",
       "xthread-bench"};
   app.require_subcommand(1);
   xthread_lab::CommandResult result;
@@ -21,6 +24,7 @@ int main(int argc, char** argv) {
     xthread_lab::register_xcall_command(app, result);
     xthread_lab::register_napi_command(app, result);
     xthread_lab::register_pool_command(app, result);
+    xthread_lab::register_advise_command(app, result);
     // CLI11 would report a mistyped subcommand as "A subcommand is required"; name it instead.
     if (argc > 1 && argv[1][0] != '-') {
       std::string known;

@@ -63,8 +63,8 @@ class OutputDir {
   //   <python> <charts.py> <lab> <dir>/results.json <dir>
   // where charts.py is the copy next to the xthread-bench executable (override with the environment
   // variable XTHREAD_BENCH_CHARTS), and <python> is /usr/bin/python3 when it exists (the Debian
-  // interpreter that has python3-matplotlib), else python3 from PATH. lab is "xcall", "pool" or
-  // "napi". Throws std::runtime_error with a clear message if the script is missing or fails.
+  // interpreter that has python3-matplotlib), else python3 from PATH. lab is "xcall", "pool",
+  // "napi" or "advise". Throws std::runtime_error with a clear message if the script is missing or fails.
   // Returns the chart files the script reported (one file name per line on its stdout).
   std::vector<std::string> render_charts(std::string_view lab);
 

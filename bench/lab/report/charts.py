@@ -4,9 +4,10 @@
 
 Usage: charts.py LAB RESULTS_JSON OUT_DIR
 
-LAB is "xcall" or "napi" (both use the xcall points format, schema xthread-bench/xcall/2 or /1), drawn here, or
-"pool" (schema xthread-bench/pool/1), drawn by pool_charts.py beside this file: render(doc, out_dir, save),
-where save(fig, file_name) writes a matplotlib figure atomically and records its name.
+LAB is "xcall" or "napi" (both use the xcall points format, schema xthread-bench/xcall/2 or /1), drawn here,
+"pool" (schema xthread-bench/pool/1), drawn by pool_charts.py beside this file, or "advise" (schema
+xthread-bench/advise/1), drawn by advise_charts.py beside it: render(doc, out_dir, save), where
+save(fig, file_name) writes a matplotlib figure atomically and records its name.
 
 Each PNG is written to a temporary file and renamed, so a failure never leaves a half-written chart.
 The names of the files written are printed on stdout, one per line; errors go to stderr with exit
@@ -332,8 +333,12 @@ def main(argv):
         import pool_charts  # beside this file (the build copies both next to xthread-bench)
 
         pool_charts.render(doc, out_dir, save)
+    elif lab == "advise":
+        import advise_charts  # beside this file, like pool_charts
+
+        advise_charts.render(doc, out_dir, save)
     else:
-        fail(f"unknown lab '{lab}' (expected xcall, napi or pool)")
+        fail(f"unknown lab '{lab}' (expected xcall, napi, pool or advise)")
     for name in save.written:
         print(name)
 

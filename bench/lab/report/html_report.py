@@ -7,6 +7,7 @@ Usage: html_report.py RESULTS_DIR [--out FILE]
 Reads whatever the run left in RESULTS_DIR (every part is optional; a missing one is shown as "not run"):
   run.json                  written by scripts/lab: kind (quick|full), the commands, start, lab time, machine
   xcall/results.json        xthread-bench xcall   (schema xthread-bench/xcall/2 or /1), its table.txt and PNG charts
+  advise/results.json       xthread-bench advise  (schema xthread-bench/advise/1, a --sweep or one point), the same
   napi/results.json         xthread-bench napi    (schema xthread-bench/napi/2 or /1), the same
   pool/results.json         xthread-bench pool    (schema xthread-bench/pool/1), the same
   micro/micro.json          xthread-micro's Google Benchmark JSON, its table.txt
@@ -17,8 +18,10 @@ machine, loads and floors, and the caveats. No network, no scripts: standard lib
 Element ids the test (tests/lab/report) relies on: tables  machine, run-commands, xcall-load,
 xcall-payload, xcall-phases, xcall-loads, xcall-floors, xcall-contenders and xcall-case-ratios (when the run
 measured them), napi-load, napi-payload, napi-loads, napi-floors, napi-case-ratios,
-pool-eterfree-runs, pool-eterfree, pool-summary, pool-goals, pool-calibration, micro; sections xcall, napi,
-pool, micro (class "not-run" when the part did not run); charts img.chart with id chart-PART-NAME.
+pool-eterfree-runs, pool-eterfree, pool-summary, pool-goals, pool-calibration, advise-sweep (a sweep) or
+advise-points (one point), micro; paragraphs advise-recommendation and advise-crossover (a sweep); sections
+xcall, advise, napi, pool, micro (class "not-run" when the part did not run); charts img.chart with id
+chart-PART-NAME.
 """
 
 import base64
@@ -32,9 +35,10 @@ import sys
 LOAD_ORDER = ["idle", "medium", "heavy"]
 CASE_NAMES = {1: "case 1: caller → main loop", 2: "case 2: caller → worker loop",
               3: "case 3: caller → worker → main (nested)"}
-PARTS = ["xcall", "napi", "pool", "micro"]
+PARTS = ["xcall", "advise", "napi", "pool", "micro"]
 PART_TITLES = {
     "xcall": "Study 000 — a call into another thread, with the answer back",
+    "advise": "Advise — where should a callee run: the main thread or a worker?",
     "napi": "Study 000 on real Node.js (Node-API) beside xthread",
     "pool": "Study 004 — thread pools (Eterfree) and what separates pools",
     "micro": "Micro-benchmarks (Google Benchmark)",
@@ -512,6 +516,69 @@ def xcall_like_section(part, directory, doc):
     return "\n".join(x for x in out if x)
 
 
+# ------------------------------------------------------------------------------------------- advise
+
+
+ADVISE_PLACEMENTS = {1: "case 1: main thread", 2: "case 2: worker", 3: "case 3: worker → main"}
+
+
+def advise_p50(p):
+    lo, hi = (p.get("p50_range_us") or [None, None])[:2]
+    return f"{num(p.get('p50_us'))} [{num(lo)}–{num(hi)}]"
+
+
+def percent(share):
+    return "–" if share is None else f"{100 * share:.0f} %"
+
+
+def advise_section(directory, doc):
+    cfg = doc.get("config") or {}
+    out = ['<section id="advise"><h2>' + esc(PART_TITLES["advise"]) + "</h2>"]
+    out.append(f'<p class="note">Callee {esc(num(cfg.get("callee_us")))} µs of busy work, payload '
+               f'{esc(cfg.get("payload", "?"))} characters, main-thread load every {esc(num(cfg.get("period_ms")))} ms; '
+               f'{esc(cfg.get("calls", "?"))} calls per placement in each of {esc(cfg.get("repetitions", "?"))} '
+               f'repetitions; seed {esc(cfg.get("seed", "?"))}; {esc(num(doc.get("wall_s")))} s wall. Machine: '
+               f'{esc(machine_text(doc.get("machine")))}.</p>')
+    out.append(f'<p id="advise-recommendation"><strong>Recommendation:</strong> '
+               f'{esc(doc.get("recommendation", "–"))}</p>')
+    sweep = doc.get("sweep")
+    if isinstance(sweep, list) and sweep:
+        crossover = doc.get("crossover") or {}
+        out.append(f'<p id="advise-crossover">{esc(crossover.get("text", "crossover: –"))}</p>')
+        t = Table("advise-sweep", "p50 [min–max over the repetitions], p99 and the load model per placement "
+                  "(µs per call), by measured main-thread duty")
+        head = [("load ms", "l"), "duty"]
+        for case in (1, 2, 3):
+            head += [f"{ADVISE_PLACEMENTS[case]} p50", "p99", "CPU", "model"]
+        t.header(head + [("wins", "l")])
+        for row in sweep:
+            cells = [(num(row.get("target_ms")), "l"), percent(row.get("duty"))]
+            by_case = {p.get("case"): p for p in row.get("placements") or []}
+            for case in (1, 2, 3):
+                p = by_case.get(case)
+                cells += ([advise_p50(p), num(p.get("p99_us")), num(p.get("cpu_us_per_call")), num(p.get("model_us"))]
+                          if p else ["–"] * 4)
+            cells.append((ADVISE_PLACEMENTS.get(row.get("winner"), "–"), "l"))
+            t.row(cells)
+        out.append(t.render())
+        out.append(chart("advise", directory, "advise_sweep.png", "p50 and p99 of each placement vs measured duty"))
+    else:
+        points = doc.get("points") or []
+        t = Table("advise-points", "The placements ranked by p50 (µs per call)")
+        t.header([("rank", "l"), ("placement", "l"), "p50 [range]", "p99", "mean", "CPU per call", "model", "duty",
+                  "load ms"])
+        for p in points:
+            t.row([(str(p.get("rank", "")), "l"), (ADVISE_PLACEMENTS.get(p.get("case"), "?"), "l"), advise_p50(p),
+                   num(p.get("p99_us")), num(p.get("mean_us")), num(p.get("cpu_us_per_call")),
+                   num(p.get("model_us")), percent(p.get("duty")), num(p.get("load_ms"))])
+        out.append(t.render())
+        out.append(chart("advise", directory, "advise_point.png", "p50 and p99 per placement"))
+    out.append(f'<p class="note">{esc(doc.get("method", ""))}</p>')
+    out.append(text_output(directory))
+    out.append("</section>")
+    return "\n".join(x for x in out if x)
+
+
 # --------------------------------------------------------------------------------------------- pool
 
 
@@ -746,6 +813,8 @@ def build_page(results_dir):
             body = micro_section(directory, doc)
         elif part == "pool":
             body = pool_section(directory, doc)
+        elif part == "advise":
+            body = advise_section(directory, doc)
         else:
             body = xcall_like_section(part, directory, doc)
         machine = machine or doc.get("machine")

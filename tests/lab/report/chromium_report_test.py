@@ -9,8 +9,9 @@ Usage: chromium_report_test.py --bench XTHREAD_BENCH --micro XTHREAD_MICRO --nod
    package fonts-wqy-microhei); when missing it installs them with apt-get (apt-get update first if a
    package is unknown; sudo -n when not root). If that fails the test is skipped (exit 77)
    with the reason, except under CI=true, where it fails: CI must run this test.
-2. Makes a tiny results set in seconds with the real commands (xcall, napi when the addon was built, pool,
-   micro at minimal sizes), run.json through run_json.py, then the page through html_report.py.
+2. Makes a tiny results set in seconds with the real commands (xcall, an advise sweep, napi when the addon
+   was built, pool, micro at minimal sizes), run.json through run_json.py, then the page through
+   html_report.py.
 3. Loads the page in headless Chromium through the DevTools protocol (render_page.mjs, Node's built-in
    WebSocket) and checks: every expected table id, every chart an <img> whose data: URI decoded to a
    non-empty image, the section headings, the quick-run banner, napi shown as "not run" when skipped, no
@@ -101,11 +102,13 @@ def make_results(args, results):
                  "--ops", "400", "--burst-long", "5ms", "--burst-short", "1ms", "--fib-n", "15",
                  "--out", f"{results}/pool", "--quiet"],
         "napi": [args.bench, "napi", "--addon", args.addon or "", "--out", f"{results}/napi"] + tiny,
+        "advise": [args.bench, "advise", "--sweep", "--callee-us", "5", "--payload", "1000", "--calls", "3",
+                   "--repetitions", "1", "--out", f"{results}/advise", "--quiet"],
         "micro": [args.micro, "--benchmark_filter=SpinFloor|CallSync/hot", "--benchmark_repetitions=2",
                   "--benchmark_enable_random_interleaving=true", "--benchmark_report_aggregates_only=true",
                   f"--benchmark_out={results}/micro/micro.json", "--benchmark_out_format=json"],
     }
-    for part in ("xcall", "pool", "napi", "micro"):
+    for part in ("xcall", "advise", "pool", "napi", "micro"):
         os.makedirs(f"{results}/{part}", exist_ok=True)
         if part == "napi" and not napi:
             phases.append(f"napi\t0\t0\tthe Node-API addon was not built\t{' '.join(commands[part])}")
@@ -130,9 +133,9 @@ def check(page, napi):
 
     tables = ["machine", "xcall-load", "xcall-payload", "xcall-phases", "xcall-loads", "xcall-floors",
               "xcall-case-ratios", "pool-eterfree-runs", "pool-eterfree", "pool-summary", "pool-goals",
-              "pool-calibration", "micro", "run-commands"]
+              "pool-calibration", "advise-sweep", "micro", "run-commands"]
     charts = ["chart-xcall-xcall_load", "chart-xcall-xcall_payload", "chart-xcall-xcall_cdf",
-              "chart-pool-pool_throughput", "chart-pool-pool_efficiency"]
+              "chart-pool-pool_throughput", "chart-pool-pool_efficiency", "chart-advise-advise_sweep"]
     if napi:
         tables += ["napi-load", "napi-payload", "napi-phases", "napi-loads", "napi-floors", "napi-case-ratios"]
         charts += ["chart-napi-xcall_load", "chart-napi-xcall_payload", "chart-napi-xcall_cdf"]
@@ -147,12 +150,13 @@ def check(page, napi):
     for heading in ("xthread lab results", "Machine", "Study 000 — a call into another thread, with the answer back",
                     "Study 000 on real Node.js (Node-API) beside xthread",
                     "Study 004 — thread pools (Eterfree) and what separates pools",
-                    "Micro-benchmarks (Google Benchmark)", "Caveats", "How this was run"):
+                    "Micro-benchmarks (Google Benchmark)",
+                    "Advise — where should a callee run: the main thread or a worker?", "Caveats", "How this was run"):
         expect(heading in page["headings"], f"heading missing: {heading}")
     expect("quick run — for publication use scripts/lab --full" in (page["banner"] or ""),
            f"no quick-run banner: {page['banner']!r}")
     sections = {s["id"]: s for s in page["sections"]}
-    for part in ("xcall", "pool", "micro"):
+    for part in ("xcall", "advise", "pool", "micro"):
         expect(sections.get(part, {}).get("class") == "", f"section {part} missing or marked not run")
     if not napi:
         expect(sections.get("napi", {}).get("class") == "not-run" and "not run" in sections["napi"]["text"],

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """Unit tests of bench/lab/report/html_report.py and run_json.py on small synthetic results directories:
 a part that did not run is a "not run" section (never an error), a skipped part says why, a quick run is
-labelled as such, an xcall part gets its tables and its inlined chart.
+labelled as such, an xcall part gets its tables and its inlined chart, an advise part (a sweep or one point) its
+table, recommendation, crossover and chart.
 
 Usage: html_report_test.py (run by ctest as lab_report_html; standard library only)
 """
@@ -50,6 +51,41 @@ def xcall_doc():
                           "calls_per_cell": 20, "load_mean_us": {"1": {"idle": 795}},
                           "payload_mean_us": {"1": {"10": 791, "1000": 795}}},
             "run": {"wall_s": 1.5}}
+
+
+def advise_placement(case, p50, lo, hi, duty, target_ms, rank):
+    return {"case": case, "placement": {1: "main thread", 2: "worker", 3: "worker → main"}[case], "rank": rank,
+            "p50_us": p50, "p50_range_us": [lo, hi], "p50_repetitions_us": [lo, p50, hi], "p99_us": hi * 3,
+            "mean_us": p50 * 1.1, "cpu_us_per_call": 40.0, "model_us": p50 * 1.05, "calls": 300,
+            "target_ms": target_ms, "duty": duty, "load_ms": target_ms}
+
+
+def advise_doc(sweep):
+    doc = {"schema": "xthread-bench/advise/1",
+           "machine": {"cpus": 2, "cpu_model": "Test CPU", "kernel": "Linux 6", "compiler": "g++ 12",
+                       "build_type": "Release", "timestamp_utc": "2026-01-01T00:00:00Z"},
+           "config": {"callee_us": 5, "payload": 1000, "period_ms": 8, "calls": 300, "repetitions": 5, "seed": 3,
+                      "sweep": sweep},
+           "method": "method: each load is 5 repetitions", "wall_s": 12.5}
+    if not sweep:
+        doc["points"] = [advise_placement(2, 29.0, 27.1, 30.5, 0.86, 7, 1),
+                         advise_placement(1, 3046, 1828, 3386, 0.86, 7, 2),
+                         advise_placement(3, 3253, 2851, 3906, 0.86, 7, 3)]
+        doc["recommendation"] = "run it on a worker (case 2): p50 29.0 µs vs 3046 µs on the main thread"
+        return doc
+    rows = []
+    for duty, main in ((0.0, 20.0), (0.5, 24.0), (0.875, 3000.0)):
+        placements = [advise_placement(1, main, main * 0.9, main * 1.1, duty, 8 * duty, 1),
+                      advise_placement(2, 21.0, 19.0, 23.0, duty, 8 * duty, 2),
+                      advise_placement(3, main + 80, main + 60, main + 100, duty, 8 * duty, 3)]
+        rows.append({"target_ms": 8 * duty, "duty": duty, "load_ms": 8 * duty, "period_ms": 8,
+                     "winner": 2 if main > 100 else 1, "recommendation": "…", "placements": placements})
+    doc.update({"sweep": rows, "points": [p for r in rows for p in r["placements"]],
+                "crossover": {"duty": 0.61, "between": [0.5, 0.875],
+                              "text": "crossover: a worker wins above duty 61 % (between the measured duties 50 % "
+                                      "and 88 %)"},
+                "recommendation": "run it on the main thread below duty 61 %, on a worker above"})
+    return doc
 
 
 class Dir:
@@ -106,7 +142,7 @@ class HtmlReportTest(unittest.TestCase):
 
     def test_empty_directory_is_every_part_not_run(self):
         page = self.dir.page()
-        for part in ("xcall", "napi", "pool", "micro"):
+        for part in ("xcall", "advise", "napi", "pool", "micro"):
             cls, body = section(page, part)
             self.assertEqual(cls, "not-run", part)
             self.assertIn("not run", body)
@@ -135,7 +171,7 @@ class HtmlReportTest(unittest.TestCase):
         cls, body = section(page, "napi")
         self.assertEqual(cls, "not-run")
         self.assertIn("not run — the Node-API addon was not built", body)
-        for part in ("pool", "micro"):
+        for part in ("advise", "pool", "micro"):
             self.assertEqual(section(page, part)[0], "not-run", part)
         cls, body = section(page, "xcall")
         self.assertEqual(cls, "")
@@ -225,6 +261,38 @@ class HtmlReportTest(unittest.TestCase):
         micro["context"]["library_build_type"] = "release"
         self.dir.write("micro/micro.json", micro)
         self.assertNotIn("Library was built as DEBUG", self.dir.page())
+
+    def test_an_advise_sweep_gets_its_table_crossover_recommendation_and_chart(self):
+        self.dir.write("advise/results.json", advise_doc(sweep=True))
+        self.dir.write("advise/advise_sweep.png", PNG)
+        self.dir.write("advise/table.txt", "method: each load is 5 repetitions\nrecommendation: x\n")
+        self.dir.run_json("quick", [("advise", 0, "")])
+        page = self.dir.page()
+        cls, body = section(page, "advise")
+        self.assertEqual(cls, "")
+        self.assertIn('<table id="advise-sweep"', body)
+        self.assertNotIn('id="advise-points"', body)
+        self.assertIn('id="advise-crossover"', body)
+        self.assertIn("a worker wins above duty 61 %", body)
+        self.assertIn("run it on the main thread below duty 61 %, on a worker above", body)
+        self.assertIn('id="chart-advise-advise_sweep"', body)
+        self.assertIn("3000 [2700–3300]", body)  # p50 [range] of case 1 at the highest duty
+        # advise sits after xcall in the page, as scripts/lab runs it
+        self.assertLess(page.index('<section id="xcall"'), page.index('<section id="advise"'))
+        self.assertLess(page.index('<section id="advise"'), page.index('<section id="napi"'))
+
+    def test_a_single_advise_point_gets_its_ranked_placements(self):
+        self.dir.write("advise/results.json", advise_doc(sweep=False))
+        self.dir.write("advise/advise_point.png", PNG)
+        page = self.dir.page()
+        cls, body = section(page, "advise")
+        self.assertEqual(cls, "")
+        self.assertIn('<table id="advise-points"', body)
+        self.assertNotIn('id="advise-crossover"', body)
+        ranks = re.findall(r"<td class=\"l\">(case \d: [^<]+)</td>", body)
+        self.assertEqual(ranks, ["case 2: worker", "case 1: main thread", "case 3: worker → main"])
+        self.assertIn("run it on a worker (case 2)", body)
+        self.assertIn('id="chart-advise-advise_point"', body)
 
     def test_numbers_keep_three_significant_digits(self):
         self.assertEqual([html_report.num(v) for v in (2324.4, 381.2, 18.14, 6.944, 0.4123, None, 0)],
