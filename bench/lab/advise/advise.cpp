@@ -83,7 +83,7 @@ PlacementRow row_of(const XcallPoint& merged) {
   row.p50_max_us = hi == row.p50_reps_us.end() ? row.p50_us : *hi;
   row.p99_us = merged.total_us.p99;
   row.mean_us = merged.total_us.mean;
-  row.cpu_us_per_call = repetition_cpu_median(merged);
+  row.cpu_us_per_call = repetition_cpu_less_load_median(merged);
   row.calls = merged.calls;
   return row;
 }
@@ -195,7 +195,8 @@ std::string method_text(const AdviseOptions& o, std::size_t passes) {
          duration_text(o.period) +
          " (the period) under load, so calls land at every phase of the load cycle; p50 is the median of the "
          "repetitions' p50s, [range] their min-max; p99 and mean over every call; CPU per call is the process's "
-         "(every thread) over a repetition's calls, median over the repetitions; model = idle mean + duty × "
+         "(every thread) over a repetition's calls less the main-thread load's runs (their thread CPU), median "
+         "over the repetitions; model = idle mean + duty × "
          "D/2 for the placements that wait for the main thread (cases 1 and 3), the idle mean for case 2.";
 }
 

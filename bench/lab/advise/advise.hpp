@@ -59,7 +59,8 @@ struct PlacementRow {
   std::vector<double> p50_reps_us;  // each repetition's p50, in measurement order
   double p99_us = 0;                // over every measured call of every repetition
   double mean_us = 0;               // the same calls' mean (what the model predicts)
-  std::optional<double> cpu_us_per_call;  // process CPU per call, median over the repetitions
+  // Process CPU per call less the main-thread load's runs (the calls' own cost), median over the repetitions.
+  std::optional<double> cpu_us_per_call;
   std::optional<double> model_us;  // idle mean + duty x D/2 (cases 1 and 3), idle mean (case 2)
   std::size_t calls = 0;           // measured calls, every repetition
 };

@@ -48,7 +48,7 @@ std::string point_table(const AdviseReport& report) {
            range_text(r), us(r.p99_us), us(r.mean_us), us(r.cpu_us_per_call), us(r.model_us), ratio_text(r)});
   }
   std::string out = t.render();
-  out += "* process CPU (every thread) during the calls, the main-thread load's included\n";
+  out += "* process CPU (every thread) during the calls, less the main-thread load's runs\n";
   if (p.target_ms > 0) {
     out += format(
         "load: target %.2f ms every %.0f ms; measured run %.2f ms, duty %s "
@@ -96,8 +96,8 @@ std::string sweep_table(const AdviseReport& report) {
     row.push_back(ascii_placement(recommend(p).case_id));
     t.row(row);
   }
-  return "us per call (p50: median of the repetitions' p50s [min-max]; CPU: process CPU per call, every thread, the "
-         "main-thread load's included; model: idle mean + duty × D/2)\n" +
+  return "us per call (p50: median of the repetitions' p50s [min-max]; CPU: process CPU per call, every thread, less "
+         "the main-thread load's runs; model: idle mean + duty × D/2)\n" +
          t.render() + report.crossover->text + "\n";
 }
 

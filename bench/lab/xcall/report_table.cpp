@@ -204,8 +204,8 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
   if (show_impl) head.push_back(set_heading);
   if (conditions) head.insert(head.end(), {"callers", "busy"});
   for (const char* h :
-       {"case", "load",  "payload", "work",   "calls", "|",   "mean", "p50",       "p90",   "p99",       "max",
-        "|",    "sched", "exec",    "notify", "|",     "cpu", "|",    "p50/futex", "model", "mean/model"}) {
+       {"case", "load",  "payload", "work",   "calls", "|",   "mean",     "p50", "p90",       "p99",   "max",
+        "|",    "sched", "exec",    "notify", "|",     "cpu", "cpu-load", "|",   "p50/futex", "model", "mean/model"}) {
     head.emplace_back(h);
   }
   t.row(head);
@@ -228,6 +228,8 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
       for (double v : {p.schedule_us.p50, p.execute_us.p50, p.notify_us.p50}) r.push_back(us(v));
       r.push_back("|");
       r.push_back(us(p.cpu_us_per_call));
+      r.push_back(p.cpu_us_per_call && p.load_cpu_us_per_call ? us(*p.cpu_us_per_call - *p.load_cpu_us_per_call)
+                                                              : std::string("-"));
       r.push_back("|");
       r.push_back(p.ratio_to_futex_floor ? times(*p.ratio_to_futex_floor) : "-");
       r.push_back(us(p.model_us));
@@ -236,7 +238,7 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
     }
   }
   return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase; cpu: process CPU time\n"
-         "    per call, every thread, warm-up calls included)\n" +
+         "    per call, every thread, warm-up calls included; cpu-load: the same less the main-thread load's runs)\n" +
          t.render();
 }
 

@@ -72,6 +72,7 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
       {"phases_from", p.phases_from},
       {"monitor_check", p.monitor_check ? nlohmann::json(*p.monitor_check) : nlohmann::json(nullptr)},
       {"cpu_us_per_call", optional_number(p.cpu_us_per_call)},
+      {"load_cpu_us_per_call", optional_number(p.load_cpu_us_per_call)},
       {"busy_cpu_share", optional_number(p.busy_cpu_share)},
       {"repetitions", p.repetitions},
       {"ratio_to_futex_floor", optional_number(p.ratio_to_futex_floor)},
@@ -85,8 +86,10 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
 }
 
 void to_json(nlohmann::json& out, const XcallRepetition& r) {
-  out = nlohmann::json{
-      {"calls", r.calls}, {"total_us", r.total_us}, {"cpu_us_per_call", optional_number(r.cpu_us_per_call)}};
+  out = nlohmann::json{{"calls", r.calls},
+                       {"total_us", r.total_us},
+                       {"cpu_us_per_call", optional_number(r.cpu_us_per_call)},
+                       {"load_cpu_us_per_call", optional_number(r.load_cpu_us_per_call)}};
 }
 
 void to_json(nlohmann::json& out, const BackgroundInfo& info) {
@@ -202,6 +205,10 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
     if (!it->is_number()) throw std::runtime_error("key 'cpu_us_per_call' is not a number or null");
     p.cpu_us_per_call = it->get<double>();
   }
+  if (const auto it = in.find("load_cpu_us_per_call"); it != in.end() && !it->is_null()) {  // optional key
+    if (!it->is_number()) throw std::runtime_error("key 'load_cpu_us_per_call' is not a number or null");
+    p.load_cpu_us_per_call = it->get<double>();
+  }
   if (const auto it = in.find("busy_cpu_share"); it != in.end() && !it->is_null()) {  // optional key
     if (!it->is_number()) throw std::runtime_error("key 'busy_cpu_share' is not a number or null");
     p.busy_cpu_share = it->get<double>();
@@ -214,6 +221,9 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
         rep.calls = r.at("calls").get<std::size_t>();
         from_json(r.at("total_us"), rep.total_us);
         if (const auto& c = r.at("cpu_us_per_call"); !c.is_null()) rep.cpu_us_per_call = c.get<double>();
+        if (const auto l = r.find("load_cpu_us_per_call"); l != r.end() && !l->is_null()) {
+          rep.load_cpu_us_per_call = l->get<double>();
+        }
       } catch (const nlohmann::json::exception& e) {
         throw std::runtime_error(std::string("key 'repetitions': ") + e.what());
       }
@@ -319,15 +329,22 @@ std::optional<double> repetition_median(const XcallPoint& point, double Summary:
   return median(std::move(values));
 }
 
-std::optional<double> repetition_cpu_median(const XcallPoint& point) {
+namespace {
+// The median over the repetitions of each one's CPU per call, less its load's when `less_load`.
+std::optional<double> cpu_median(const XcallPoint& point, bool less_load) {
   if (point.repetitions.empty()) return std::nullopt;
   std::vector<double> values;
   values.reserve(point.repetitions.size());
   for (const XcallRepetition& r : point.repetitions) {
     if (!r.cpu_us_per_call) return std::nullopt;
-    values.push_back(*r.cpu_us_per_call);
+    values.push_back(*r.cpu_us_per_call - (less_load ? r.load_cpu_us_per_call.value_or(0) : 0));
   }
   return median(std::move(values));
 }
+}  // namespace
+
+std::optional<double> repetition_cpu_median(const XcallPoint& point) { return cpu_median(point, false); }
+
+std::optional<double> repetition_cpu_less_load_median(const XcallPoint& point) { return cpu_median(point, true); }
 
 }  // namespace xthread_lab

@@ -46,6 +46,9 @@ struct XcallRepetition {
   Summary total_us;       // issue -> caller resumes
   // Process CPU over the repetition's calls (warm-up included) less the busy threads' CPU, per call.
   std::optional<double> cpu_us_per_call;
+  // The part of cpu_us_per_call that the main-thread load's runs used (their thread CPU, in proportion to the
+  // part of each run inside the repetition's calls); nullopt when idle.
+  std::optional<double> load_cpu_us_per_call;
 };
 
 // One phase's p50 by xthread's CallMonitor beside the lab's own timestamps of the same calls. The two
@@ -97,6 +100,9 @@ struct XcallPoint {
   // Process CPU time (CLOCK_PROCESS_CPUTIME_ID, every thread, less the busy threads' sum_exec_runtime) over
   // the point's calls, warm-up included, per call; nullopt when read from a file written before it existed.
   std::optional<double> cpu_us_per_call;
+  // The part of cpu_us_per_call that the main-thread load used, per call (see XcallRepetition); nullopt when idle
+  // and in files written before it existed.
+  std::optional<double> load_cpu_us_per_call;
   // CPU the busy threads got during this contender's calls / (busy_threads x wall time): 1 = each had a
   // whole CPU. nullopt without busy threads.
   std::optional<double> busy_cpu_share;
@@ -205,5 +211,8 @@ bool single_caller_no_busy(const XcallPoint& point);
 // for the CPU, when a repetition has none).
 std::optional<double> repetition_median(const XcallPoint& point, double Summary::* stat);
 std::optional<double> repetition_cpu_median(const XcallPoint& point);
+// The median over the repetitions of cpu_us_per_call less load_cpu_us_per_call (the calls' own CPU); nullopt
+// when a repetition has no CPU. A repetition without a load counts with nothing subtracted.
+std::optional<double> repetition_cpu_less_load_median(const XcallPoint& point);
 
 }  // namespace xthread_lab

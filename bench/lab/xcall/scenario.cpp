@@ -89,19 +89,43 @@ struct LoadState {
   std::atomic<bool> stopped{false};
   std::mutex mutex;
   std::vector<double> run_ns;  // guarded by mutex
+  // Each run's wall span and its thread CPU time, guarded by mutex: the load's CPU inside a block of calls.
+  struct Run {
+    Clock::time_point start, end;
+    double cpu_s;
+  };
+  std::vector<Run> runs;
+
+  // The load's CPU seconds inside [from, to]: each run's CPU in proportion to the part of its span inside.
+  double cpu_within(Clock::time_point from, Clock::time_point to) {
+    std::lock_guard lock(mutex);
+    double sum = 0;
+    for (const Run& r : runs) {
+      const auto overlap = std::min(r.end, to) - std::max(r.start, from);
+      if (overlap <= Clock::duration::zero()) continue;
+      const auto span = r.end - r.start;
+      sum += span > Clock::duration::zero()
+                 ? r.cpu_s * std::chrono::duration<double>(overlap) / std::chrono::duration<double>(span)
+                 : r.cpu_s;
+    }
+    return sum;
+  }
 };
 
 void run_load(LoadState& state) {
   if (state.stopped.load(std::memory_order_acquire)) return;
   const auto start = Clock::now();
+  const double cpu_start = thread_cpu_seconds();
   g_sink.fetch_add(fibonacci(state.n), std::memory_order_relaxed);
   state.uuid = random_uuid(state.rng);
   // The timed top-up: fib's granularity is x1.6 per step of n, so fib(n) alone cannot hit a target;
   // spinning to start + target does, whatever this machine's speed.
   busy_wait(start, state.target);
   const auto end = Clock::now();
+  const double cpu_s = thread_cpu_seconds() - cpu_start;
   std::lock_guard lock(state.mutex);
   state.run_ns.push_back(static_cast<double>(nanoseconds(end - start).count()));
+  state.runs.push_back(LoadState::Run{start, end, cpu_s});
 }
 
 // Fibonacci timings, shared by both load levels' calibration. Each n is timed in thread CPU time and
@@ -352,12 +376,14 @@ class Driver {
         phase_start = Clock::now();
         timer = main_loop_.post_every(options_.load_period, [state] { run_load(*state); });
       }
+      load_ = state;
 
       for (const XcallPointSpec* spec : group) {
         ++done;
         measure(*spec, done);
       }
 
+      load_.reset();
       if (state) {
         timer.cancel();
         state->stopped.store(true, std::memory_order_release);
@@ -472,6 +498,7 @@ class Driver {
     std::size_t calls_made = 0;       // warm-up included
     double cpu_s = 0;                 // process CPU over the block less the busy threads'
     double busy_cpu_s = 0;            // the busy threads' CPU over the block
+    std::optional<double> load_cpu_s;  // the main-thread load's CPU inside the block (part of cpu_s); idle: none
     double wall_s = 0;
   };
 
@@ -483,6 +510,10 @@ class Driver {
     Call warm;
     Call measured;
   };
+  template <class Call>
+  static CallPair<Call> call_pair(Call warm, Call measured) {
+    return CallPair<Call>{std::move(warm), std::move(measured)};
+  }
 
   // One caller's share of a block: --warmup unrecorded calls, then the measured ones with their gaps.
   // `report_progress`: this caller keeps the progress line (only one thread may).
@@ -569,6 +600,11 @@ class Driver {
     block.busy_cpu_s = busy_end - busy_start;
     block.wall_s = std::chrono::duration<double>(Clock::now() - wall_start).count();
     block.cpu_s = cpu_end - cpu_start - block.busy_cpu_s;
+    if (load_) {
+      const auto wall_end = Clock::now();
+      barrier_main();  // a load run in progress at the block's end has finished and is recorded
+      block.load_cpu_s = load_->cpu_within(wall_start, wall_end);
+    }
     block.calls_made = spec.callers * (options_.warmup + calls);
     return block;
   }
@@ -581,16 +617,16 @@ class Driver {
         return [target](std::string a, std::string b) mutable { return target.call_sync(std::move(a), std::move(b)); };
       };
       Concat& warm = *targets_[spec.case_id - 1];
-      if (!options_.monitor) return run_block(spec, CallPair{through(warm), through(warm)}, p, where, label, busy);
+      if (!options_.monitor) return run_block(spec, call_pair(through(warm), through(warm)), p, where, label, busy);
       Concat measured = make_target(spec.case_id);
-      Block block = run_block(spec, CallPair{through(warm), through(measured)}, p, where, label, busy);
+      Block block = run_block(spec, call_pair(through(warm), through(measured)), p, where, label, busy);
       block.monitor = measured.monitor();  // every measured call returned, so every one is recorded
       return block;
     }
     PlainThread& main = *plain_main_;
     PlainThread& worker = *plain_worker_;
     const nanoseconds work(work_ns_.load(std::memory_order_relaxed));
-    auto both = [](auto call) { return CallPair{call, call}; };
+    auto both = [](auto call) { return call_pair(call, call); };
     switch (spec.case_id) {
       case 1:
         return run_block(spec, both([&main, work](std::string a, std::string b) {
@@ -625,6 +661,7 @@ class Driver {
 
     std::vector<XcallPoint> points(contenders);
     std::vector<double> cpu_s(contenders, 0), busy_cpu_s(contenders, 0), wall_s(contenders, 0);
+    std::vector<std::optional<double>> load_cpu_s(contenders);
     std::vector<std::size_t> calls_made(contenders, 0);
     std::vector<std::optional<xthread::CallMonitor>> monitors(contenders);  // every repetition's, merged
     for (std::size_t k = 0; k < contenders; ++k) {
@@ -667,6 +704,10 @@ class Driver {
         }
         rep.total_us = summarize(std::move(totals_us));
         rep.cpu_us_per_call = block.cpu_s * 1e6 / static_cast<double>(block.calls_made);
+        if (block.load_cpu_s) {
+          rep.load_cpu_us_per_call = *block.load_cpu_s * 1e6 / static_cast<double>(block.calls_made);
+          load_cpu_s[k] = load_cpu_s[k].value_or(0) + *block.load_cpu_s;
+        }
         point.repetitions.push_back(rep);
         if (block.monitor) {
           if (!monitors[k]) monitors[k].emplace();
@@ -684,6 +725,7 @@ class Driver {
     for (std::size_t k = 0; k < contenders; ++k) {
       XcallPoint& point = points[k];
       point.cpu_us_per_call = cpu_s[k] * 1e6 / static_cast<double>(calls_made[k]);
+      if (load_cpu_s[k]) point.load_cpu_us_per_call = *load_cpu_s[k] * 1e6 / static_cast<double>(calls_made[k]);
       if (spec.busy_threads > 0 && wall_s[k] > 0) {
         point.busy_cpu_share = busy_cpu_s[k] / (static_cast<double>(spec.busy_threads) * wall_s[k]);
       }
@@ -762,6 +804,7 @@ class Driver {
   FibCalibrator& calibrator_;
   Concat* targets_[3] = {nullptr, nullptr, nullptr};  // xthread's cases 1, 2, 3 (set by run())
   xthread::EventLoop* worker_loop_ = nullptr;         // the worker's loop (set by run())
+  std::shared_ptr<LoadState> load_;                   // the current load phase's state; null when idle
   Concat* main_concat_ = nullptr;                     // case 3's nested target: targets_[0] (set by run())
   PlainThread* plain_main_ = nullptr;                  // the plain contender's threads (set by run())
   PlainThread* plain_worker_ = nullptr;

@@ -135,6 +135,15 @@ TEST(XcallRun, MediumLoadWithForcedFibAndWork) {
     }
     if (p.load == "medium") {
       ASSERT_TRUE(p.model_us) << "idle twin measured, so the model exists";
+      // The load's own CPU inside the calls is counted apart: part of the process CPU, never more.
+      ASSERT_TRUE(p.load_cpu_us_per_call);
+      ASSERT_TRUE(p.cpu_us_per_call);
+      EXPECT_GE(*p.load_cpu_us_per_call, 0.0);
+      EXPECT_LE(*p.load_cpu_us_per_call, *p.cpu_us_per_call + 1.0);
+      ASSERT_EQ(p.repetitions.size(), 1u);
+      EXPECT_TRUE(p.repetitions[0].load_cpu_us_per_call);
+    } else {
+      EXPECT_FALSE(p.load_cpu_us_per_call) << "idle: no load to leave out";
     }
   }
   // The report renders in every format without throwing.
