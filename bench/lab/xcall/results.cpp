@@ -34,10 +34,7 @@ void XcallPoint::summarize_samples() {
   monitor_check.reset();
 }
 
-bool monitor_within(double monitor_us, double lab_us) {
-  const double below = lab_us - monitor_us;
-  return below >= -0.01 && below <= std::max(kMonitorTolerance * lab_us, kMonitorSlackUs);
-}
+bool monitor_within(double monitor_us, double lab_us) { return monitor_us <= lab_us + 0.01; }
 
 void to_json(nlohmann::json& out, const PhaseCheck& c) {
   out = nlohmann::json{{"monitor_p50_us", c.monitor_p50_us}, {"lab_p50_us", c.lab_p50_us}};
