@@ -297,6 +297,7 @@ Crossover crossover(const std::vector<LoadPoint>& sweep) {
             : "crossover: none in " + span + ": the worker wins at " + wins + " but not at the highest measured duty";
     out.recommendation = "run it on the main thread: at the highest measured duty (" + percent(rows.back()->duty) +
                          ") it is within the worker's measured range or faster";
+    if (!wins.empty()) out.recommendation += ", although the worker was ahead at " + wins + " (measure again)";
     return out;
   }
   const double a = rows[k]->duty;

@@ -225,11 +225,16 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
         r.push_back(us(v));
       }
       r.push_back("|");
-      for (double v : {p.schedule_us.p50, p.execute_us.p50, p.notify_us.p50}) r.push_back(us(v));
+      // A '*' marks phases from xthread's CallMonitor, whose stamps lie inside the lab's (see the "phases:" line).
+      const std::string from_monitor = p.phases_from == "monitor" ? "*" : "";
+      for (double v : {p.schedule_us.p50, p.execute_us.p50, p.notify_us.p50}) r.push_back(us(v) + from_monitor);
       r.push_back("|");
       r.push_back(us(p.cpu_us_per_call));
-      r.push_back(p.cpu_us_per_call && p.load_cpu_us_per_call ? us(*p.cpu_us_per_call - *p.load_cpu_us_per_call)
-                                                              : std::string("-"));
+      if (p.cpu_us_per_call && p.load_cpu_us_per_call) {
+        r.push_back(us(*p.cpu_us_per_call - *p.load_cpu_us_per_call));
+      } else {
+        r.push_back(p.load == "idle" ? us(p.cpu_us_per_call) : std::string("-"));  // idle: no load to leave out
+      }
       r.push_back("|");
       r.push_back(p.ratio_to_futex_floor ? times(*p.ratio_to_futex_floor) : "-");
       r.push_back(us(p.model_us));
@@ -237,8 +242,9 @@ std::string percentile_table(const std::vector<NamedSet>& sets, const std::strin
       t.row(r);
     }
   }
-  return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase; cpu: process CPU time\n"
-         "    per call, every thread, warm-up calls included; cpu-load: the same less the main-thread load's runs)\n" +
+  return "(c) total latency per point, us (sched/exec/notify columns: p50 of each phase, * = by xthread's CallMonitor,\n"
+         "    the others by the lab's own stamps; cpu: process CPU time per call, every thread, warm-up calls included;\n"
+         "    cpu-load: the same less the main-thread load's runs)\n" +
          t.render();
 }
 
@@ -502,15 +508,17 @@ std::string render_case_ratio_table(const std::vector<std::pair<std::string, con
 std::string render_monitor_check(const std::vector<XcallPoint>& points) {
   std::size_t monitored = 0, within = 0;
   std::vector<std::string> problems;
-  std::vector<double> gaps;                          // lab's total mean - monitor's mean sum, per point
-  std::vector<double> differences[3];                // monitor p50 - lab p50 per phase, per point
+  std::vector<double> gaps;  // lab's total mean - monitor's mean sum, per point
+  std::vector<double> differences[3];  // monitor p50 - lab p50 per phase, per point
   for (const XcallPoint& p : points) {
     if (!p.monitor_check) continue;
     ++monitored;
     const MonitorCheck& m = *p.monitor_check;
     const std::string where = p.implementation + " case " + std::to_string(p.case_id) + ", " + p.load + ", payload " +
                               payload_label(p.payload) + ", work " + work_label(p.work_ns) +
-                              (p.host == kDirectHost ? "" : ", host " + p.host);
+                              (p.host == kDirectHost ? "" : ", host " + p.host) +
+                              (p.callers == 1 ? "" : ", " + std::to_string(p.callers) + " callers") +
+                              (p.busy_threads == 0 ? "" : ", " + std::to_string(p.busy_threads) + " busy threads");
     if (m.monitor_calls != p.calls) {
       problems.push_back(where + ": the monitor counted " + std::to_string(m.monitor_calls) + " of " +
                          std::to_string(p.calls) + " calls");
@@ -531,9 +539,9 @@ std::string render_monitor_check(const std::vector<XcallPoint>& points) {
                     "the measured calls.\n"
                     "        Cross-check with the lab's own timestamps: at " +
                     std::to_string(within) + " of " + std::to_string(monitored) +
-                    " points the monitor's phase means add up to at most the lab's total mean, " +
-                    format("%.2f", *low) + "-" + format("%.2f", *high) +
-                    " us below it (the ways into and out of call_sync);\n"
+                    " points the monitor's phase means add up to at most the lab's total mean (" +
+                    format("%+.2f", -*high) + " to " + format("%+.2f", -*low) +
+                    " us: the ways into and out of call_sync);\n"
                     "        p50 monitor - lab, median over the points: schedule " +
                     format("%+.2f", median(differences[0])) + ", execute " + format("%+.2f", median(differences[1])) +
                     ", notify " + format("%+.2f", median(differences[2])) +

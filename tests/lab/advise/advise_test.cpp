@@ -144,6 +144,8 @@ TEST(AdviseCrossover, AWinInTheMiddleOnlyIsNoCrossover) {
   const Crossover c = xthread_lab::crossover(sweep);
   EXPECT_FALSE(c.duty);
   EXPECT_NE(c.text.find("the worker wins at 50 % but not at the highest measured duty"), std::string::npos) << c.text;
+  EXPECT_NE(c.recommendation.find("main thread"), std::string::npos) << c.recommendation;
+  EXPECT_NE(c.recommendation.find("the worker was ahead at 50 %"), std::string::npos) << c.recommendation;
 }
 
 TEST(AdviseCrossover, RejectsAnEmptySweep) { EXPECT_THROW(xthread_lab::crossover({}), std::invalid_argument); }
