@@ -79,7 +79,7 @@ std::string random_uuid(std::mt19937_64& rng) {
 
 // State of one load phase. The timer callback runs on the main loop; the caller thread reads the
 // totals after cancelling the timer and passing a barrier through the main loop. `mutex` guards
-// run_ns so a late timer run (if cancel raced with a due timer) can never race with that read, and
+// runs so a late timer run (if cancel raced with a due timer) can never race with that read, and
 // `stopped` makes such a run a no-op. Owned by shared_ptr so a late run never touches freed memory.
 struct LoadState {
   int n = 0;
@@ -88,8 +88,8 @@ struct LoadState {
   std::string uuid;  // the "UI string" the study refreshes; only touched on the main loop
   std::atomic<bool> stopped{false};
   std::mutex mutex;
-  std::vector<double> run_ns;  // guarded by mutex
-  // Each run's wall span and its thread CPU time, guarded by mutex: the load's CPU inside a block of calls.
+  // Each run's wall span and its thread CPU time, guarded by mutex: the load's duty, and its CPU inside a
+  // block of calls.
   struct Run {
     Clock::time_point start, end;
     double cpu_s;
@@ -124,7 +124,6 @@ void run_load(LoadState& state) {
   const auto end = Clock::now();
   const double cpu_s = thread_cpu_seconds() - cpu_start;
   std::lock_guard lock(state.mutex);
-  state.run_ns.push_back(static_cast<double>(nanoseconds(end - start).count()));
   state.runs.push_back(LoadState::Run{start, end, cpu_s});
 }
 
@@ -326,9 +325,7 @@ class Driver {
     Concat main_concat = make_target(1);
     // Case 3's nested target: the main loop's function without a monitor (nobody reads one there, and its
     // stamps would add to case 3's measured execute).
-    Concat nested_main(main_loop_, [this](std::string a, std::string b) {
-      return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
-    });
+    Concat nested_main = make_target(1, false);
     nested_main_ = &nested_main;
     Concat worker_concat = make_target(2);
     Concat worker_nested = make_target(3);
@@ -396,8 +393,8 @@ class Driver {
         const double wall_ns = static_cast<double>(nanoseconds(Clock::now() - phase_start).count());
         std::lock_guard lock(state->mutex);
         double busy = 0;
-        for (double ns : state->run_ns) busy += ns;
-        info.runs = state->run_ns.size();
+        for (const LoadState::Run& r : state->runs) busy += static_cast<double>(nanoseconds(r.end - r.start).count());
+        info.runs = state->runs.size();
         info.load_ms = info.runs ? busy / static_cast<double>(info.runs) / 1e6 : 0;
         info.duty = wall_ns > 0 ? busy / wall_ns : 0;
       }
@@ -409,9 +406,10 @@ class Driver {
 
  private:
   // A new function of case `case_id` (1: the main loop concatenates, 2: the worker does, 3: the worker's callee
-  // makes a nested call_sync to nested_main_), monitoring when options_.monitor is set.
-  Concat make_target(int case_id) {
-    const Concat::Options function_options{.monitor = options_.monitor};
+  // makes a nested call_sync to nested_main_), monitoring when `monitor` is set.
+  Concat make_target(int case_id) { return make_target(case_id, options_.monitor); }
+  Concat make_target(int case_id, bool monitor) {
+    const Concat::Options function_options{.monitor = monitor};
     auto concat = [this](std::string a, std::string b) {
       return concatenate(std::move(a), std::move(b), nanoseconds(work_ns_.load(std::memory_order_relaxed)));
     };
