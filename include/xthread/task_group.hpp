@@ -5,21 +5,21 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <memory>
-#include <tuple>
+#include <optional>
+#include <stdexcept>
 #include <type_traits>
-#include <list>
 #include <utility>
-#include <vector>
 
 #include "xthread/detail/helping.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/phase_word.hpp"
 #include "xthread/detail/saturating_time.hpp"
+#include "xthread/detail/spin_mutex.hpp"
 #include "xthread/detail/thread_annotations.hpp"
+#include "xthread/detail/wait_policy.hpp"
 #include "xthread/errors.hpp"
 #include "xthread/thread_pool.hpp"
 
@@ -43,27 +43,32 @@ namespace xthread {
 /// waits"), so a task may fork a nested group and wait for it at any pool size. No lock of the group
 /// is held while a task's callable runs or is destroyed. Memory ordering: everything a task did is
 /// visible after wait() returns.
+/// Cost: no allocation for the group itself (it may live on the stack of a task that forks); one per
+/// task (its callable and the group's bookkeeping together, plus submit()'s Future state).
 /// Destruction: the destructor waits for every task of the group (it does not rethrow; call wait()
-/// for errors); the pool must outlive the group.
+/// for errors) and may run as soon as wait() returned. The pool must outlive the group. Not movable:
+/// queued tasks refer to the group.
 class TaskGroup {
  public:
-  /// An empty group whose tasks run on `pool`; the pool must outlive the group.
-  explicit TaskGroup(ThreadPool& pool) : pool_(pool), state_(std::make_shared<State>()) {
-    state_->pool = pool.core_.get();
-  }
+  /// An empty group whose tasks run on `pool`; the pool must outlive the group. Allocates nothing.
+  explicit TaskGroup(ThreadPool& pool) noexcept : pool_(pool), core_(pool.core_.get()) {}
   TaskGroup(const TaskGroup&) = delete;
   TaskGroup& operator=(const TaskGroup&) = delete;
   /// Waits until every task of the group has finished or was cancelled (errors are not rethrown); on a
   /// worker of the pool it helps meanwhile, as wait() does.
   ~TaskGroup() { wait_for_outstanding(); }
 
+  /// The most tasks a group may have outstanding (added, not yet finished or cancelled) at once.
+  static constexpr std::size_t kMaxOutstanding = (std::size_t{1} << 30) - 1;
+
   /// Runs f(args...) on the pool as part of the group. The Future (see future.hpp) holds the value or
   /// exception (a ClosedError escaping f arrives as NestedClosedError), or ClosedError if the task was
-  /// cancelled or the pool shut down before it started. Throws (std::bad_alloc) with nothing added.
+  /// cancelled or the pool shut down before it started. Throws with nothing added: std::bad_alloc, or
+  /// std::length_error when kMaxOutstanding tasks are outstanding.
   template <class F, class... A>
   [[nodiscard]] Future<std::invoke_result_t<std::decay_t<F>, std::decay_t<A>...>> submit(F&& f, A&&... args) {
     auto [task, future] =
-        detail::make_submitted_call(state_->pool, "the task was cancelled or its pool shut down before it ran",
+        detail::make_submitted_call(core_, "the task was cancelled or its pool shut down before it ran",
                                     std::forward<F>(f), std::forward<A>(args)...);
     (void)add(std::move(task), false);
     return std::move(future);
@@ -71,8 +76,9 @@ class TaskGroup {
 
   /// Runs f() on the pool as part of the group; its exception is kept for wait() (a ClosedError
   /// escaping f as NestedClosedError: f did run). Returns false (the task is destroyed unrun and not
-  /// part of the group) once the pool is shut down. Throws (std::bad_alloc: the entry, or the pool's
-  /// queue) with nothing added: the task is destroyed unrun.
+  /// part of the group) once the pool is shut down. Throws with nothing added (the task is destroyed
+  /// unrun): std::bad_alloc (the entry, or the pool's queue), or std::length_error when
+  /// kMaxOutstanding tasks are outstanding.
   template <class F>
   bool post(F&& f) {
     return add(std::forward<F>(f), true);
@@ -81,180 +87,244 @@ class TaskGroup {
   /// Blocks until every task added so far has finished or was cancelled, then rethrows the first
   /// exception a post()ed task threw since the last wait() (if any). A cancelled task (cancel(), or
   /// dropped by the pool) is not an error: wait() reports nothing for it. On a worker of the pool it
-  /// runs other tasks of the pool while it waits (their exceptions go to the pool's on_error).
+  /// runs other tasks of the pool while it waits (their exceptions go to the pool's on_error); on any
+  /// other thread it polls briefly (detail/wait_policy.hpp), then sleeps.
   void wait() {
     wait_for_outstanding();
+    // acquire: pairs with keep_error's release; skips the lock when no task failed.
+    if (!has_error_.load(std::memory_order_acquire)) return;
     std::exception_ptr error;
     {
-      detail::MutexLock lock(state_->mutex);
-      error = std::exchange(state_->first_error, nullptr);
+      detail::SpinLock lock(error_mutex_);
+      error = std::exchange(first_error_, nullptr);
+      has_error_.store(false, std::memory_order_relaxed);
     }
     if (error) std::rethrow_exception(error);
   }
 
   /// Drops every task of the group that has not started (their futures get ClosedError, their
-  /// callables are destroyed here) and returns how many. Tasks already running finish.
-  std::size_t cancel() {
-    std::vector<std::shared_ptr<Entry>> dropped;
+  /// callables are destroyed here) and returns how many. Tasks already running finish. Allocates
+  /// nothing.
+  std::size_t cancel() noexcept {
+    Entry* dropped = nullptr;  // chained through `next`, out of the pending list
+    std::size_t count = 0;
     {
-      detail::MutexLock lock(state_->mutex);
-      dropped.reserve(state_->pending.size());
-      for (auto it = state_->pending.begin(); it != state_->pending.end();) {
-        // Against run()'s claim of the same entry; exactly one of them wins.
-        if ((*it)->phase.move(Entry::Phase::pending, Entry::Phase::cancelled)) {
-          dropped.push_back(std::move(*it));
-          it = state_->pending.erase(it);
-        } else {
-          ++it;
+      detail::SpinLock lock(list_mutex_);
+      for (Entry* entry = pending_; entry != nullptr;) {
+        Entry* const next = entry->next;
+        // Against the Launch's claim of the same entry (run or dropped by the pool); one of them wins.
+        if (entry->phase.move(Phase::pending, Phase::cancelling)) {
+          unlink_locked(*entry);
+          entry->next = dropped;
+          dropped = entry;
+          ++count;
         }
+        entry = next;
       }
     }
-    for (auto& entry : dropped) entry->work.reset();  // outside the lock: completes submit() futures
-    if (!dropped.empty()) finish(*state_, dropped.size());
-    return dropped.size();
+    for (Entry* entry = dropped; entry != nullptr;) {
+      Entry* const next = entry->next;
+      entry->destroy_callable();  // outside the lock: completes submit() futures
+      // The Launch still holds the memory unless it went first (orphaned): then it is ours to free.
+      if (!entry->phase.move(Phase::cancelling, Phase::cancelled)) delete entry;
+      entry = next;
+    }
+    if (count != 0) finish(count);  // last: the group may be gone once the count reaches zero
+    return count;
   }
 
  private:
-  struct State;
+  // A task's phase: pending → running (its Launch won: it runs, or the pool dropped it unrun), or
+  // pending → cancelling (cancel() won, and destroys the callable) → cancelled (cancel() is done; the
+  // Launch frees the entry) or → orphaned (the Launch went first; cancel() frees the entry).
+  enum class Phase : std::uint32_t { pending, running, cancelling, cancelled, orphaned };
 
+  /// One task: its callable and its place in the pending list, in one allocation owned by its Launch
+  /// (or, once orphaned, by cancel()).
   struct Entry {
-    enum class Phase : std::uint32_t { pending, running, cancelled };
+    explicit Entry(bool errors) noexcept : report_errors(errors) {}
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    virtual ~Entry() = default;
+    virtual void run() = 0;
+    virtual void destroy_callable() noexcept = 0;
+
     detail::PhaseWord<Phase> phase{Phase::pending};
-    detail::UniqueFunction<void()> work;  // destroyed by whoever wins the phase
-    bool report_errors = false;           // post(): exceptions go to State::first_error
-    std::list<std::shared_ptr<Entry>>::iterator place;  // in State::pending; guarded by State::mutex
+    const bool report_errors;  // post(): exceptions go to first_error_
+    // In the pending list (not started, not cancelled); guarded by the group's list_mutex_.
+    Entry* prev = nullptr;
+    Entry* next = nullptr;
   };
 
-  struct State {
-    detail::Mutex mutex;
-    std::condition_variable all_done;
-    detail::PoolCore* pool = nullptr;  // the pool's engine: helping waits (set once, by the constructor)
-    std::size_t outstanding XTHREAD_GUARDED_BY(mutex) = 0;
-    std::size_t parked_helpers XTHREAD_GUARDED_BY(mutex) = 0;  // helping waits asleep in the pool
-    std::exception_ptr first_error XTHREAD_GUARDED_BY(mutex);
-    std::list<std::shared_ptr<Entry>> pending XTHREAD_GUARDED_BY(mutex);  // not started, not cancelled
+  template <class F>
+  struct EntryOf final : Entry {
+    template <class G>
+    EntryOf(G&& g, bool errors) : Entry(errors), callable(std::in_place, std::forward<G>(g)) {}
+    void run() override { (*callable)(); }
+    void destroy_callable() noexcept override { callable.reset(); }
+    std::optional<F> callable;
   };
-
-  static void finish(State& state, std::size_t count) {
-    bool wake_helpers = false;
-    {
-      detail::MutexLock lock(state.mutex);
-      state.outstanding -= count;
-      if (state.outstanding == 0) {
-        state.all_done.notify_all();
-        wake_helpers = state.parked_helpers != 0;
-      }
-    }
-    // The pool is alive: we run on its thread, in its shutdown, or in a call on the group.
-    if (wake_helpers) detail::wake_helpers(state.pool);
-  }
-
-  /// Until nothing is outstanding: helping on a worker of the pool, else blocking.
-  void wait_for_outstanding() {
-    const detail::HelpTarget target{&help_done, &help_park, &help_unpark, state_.get()};
-    if (detail::help_until(state_->pool, target, detail::SteadyClock::time_point::max()) !=
-        detail::HelpResult::not_a_worker) {
-      return;
-    }
-    detail::MutexLock lock(state_->mutex);
-    while (state_->outstanding != 0) state_->all_done.wait(lock.native());
-  }
-
-  // The HelpTarget of a helping wait (see detail/helping.hpp), under the group's mutex.
-  static bool help_done(void* state) noexcept {
-    State& group = *static_cast<State*>(state);
-    detail::MutexLock lock(group.mutex);
-    return group.outstanding == 0;
-  }
-  static bool help_park(void* state) noexcept {
-    State& group = *static_cast<State*>(state);
-    detail::MutexLock lock(group.mutex);
-    if (group.outstanding == 0) return false;
-    ++group.parked_helpers;
-    return true;
-  }
-  static void help_unpark(void* state) noexcept {
-    State& group = *static_cast<State*>(state);
-    detail::MutexLock lock(group.mutex);
-    --group.parked_helpers;
-  }
 
   /// What the pool queues for one entry: run, it runs the entry; destroyed unrun (shutdown(drop), a
   /// refused post, a post that threw), it cancels the entry as cancel() would — so the entry is settled
   /// whatever the pool does with the task. Two pointers: stored inline in the pool's task.
   class Launch {
    public:
-    Launch(std::shared_ptr<Entry> entry, std::shared_ptr<State> state) noexcept
-        : entry_(std::move(entry)), state_(std::move(state)) {}
-    Launch(Launch&&) noexcept = default;
+    Launch(Entry* entry, TaskGroup* group) noexcept : entry_(entry), group_(group) {}
+    Launch(Launch&& other) noexcept : entry_(std::exchange(other.entry_, nullptr)), group_(other.group_) {}
     Launch& operator=(Launch&&) = delete;
     Launch(const Launch&) = delete;
     Launch& operator=(const Launch&) = delete;
     ~Launch() {
-      if (entry_ != nullptr) cancel_unrun(*entry_, *state_);
+      if (entry_ != nullptr) group_->settle(*entry_, false);
     }
-    void operator()() noexcept {
-      const std::shared_ptr<Entry> entry = std::move(entry_);
-      run(*entry, *state_);
-    }
+    void operator()() noexcept { group_->settle(*std::exchange(entry_, nullptr), true); }
 
    private:
-    std::shared_ptr<Entry> entry_;  // null once run (or moved from)
-    std::shared_ptr<State> state_;
+    Entry* entry_;  // null once run (or moved from)
+    TaskGroup* group_;
   };
 
-  /// Counts the entry in, then posts its Launch. Whatever happens to the Launch — run, refused
-  /// (false), dropped, or destroyed by an exception from post — settles the entry exactly once, so
-  /// the count never stays raised.
+  // The outstanding count and who sleeps until it reaches zero, in one word: a finisher learns both
+  // from the one atomic step that ends its part, and touches nothing of the group after it (the group
+  // may be destroyed from then on), except the futex wake, which uses only the address.
+  static constexpr std::uint32_t kCountMask = (std::uint32_t{1} << 30) - 1;
+  static constexpr std::uint32_t kHelperParked = std::uint32_t{1} << 30;  // a helping wait sleeps in the pool
+  static constexpr std::uint32_t kWaiterParked = std::uint32_t{1} << 31;  // a wait sleeps on word_
+  static_assert(kMaxOutstanding == kCountMask);
+
+  /// Counts the entry in, lists it, then posts its Launch. Whatever happens to the Launch — run,
+  /// refused (false), dropped, or destroyed by an exception from post — settles the entry exactly
+  /// once, so the count never stays raised.
   template <class F>
   bool add(F&& callable, bool report_errors) {
-    auto entry = std::make_shared<Entry>();
-    entry->work = detail::UniqueFunction<void()>(std::forward<F>(callable));
-    entry->report_errors = report_errors;
+    Entry* entry = new EntryOf<std::decay_t<F>>(std::forward<F>(callable), report_errors);  // may throw
+    // relaxed: the task reaches a worker through the pool's queue (a release/acquire pair), after this.
+    std::uint32_t word = word_.load(std::memory_order_relaxed);
+    do {
+      if ((word & kCountMask) == kCountMask) {
+        delete entry;  // destroyed unrun: nothing was added
+        throw std::length_error("xthread::TaskGroup: too many outstanding tasks");
+      }
+    } while (!word_.compare_exchange_weak(word, word + 1, std::memory_order_relaxed));
     {
-      detail::MutexLock lock(state_->mutex);
-      entry->place = state_->pending.insert(state_->pending.end(), entry);  // may throw: nothing counted
-      ++state_->outstanding;
+      detail::SpinLock lock(list_mutex_);
+      entry->next = pending_;
+      if (pending_ != nullptr) pending_->prev = entry;
+      pending_ = entry;
     }
-    return pool_.post(Launch(std::move(entry), state_));
+    return pool_.post(Launch(entry, this));
   }
 
-  /// The pool destroyed the entry's task unrun: cancel it unless cancel() or run() got there first.
-  static void cancel_unrun(Entry& entry, State& state) noexcept {
-    // Against cancel() and run() of the same entry; exactly one of them wins.
-    if (!entry.phase.move(Entry::Phase::pending, Entry::Phase::cancelled)) return;
-    forget(state, entry);
-    entry.work.reset();  // outside the lock: a submit()'s Future gets ClosedError
-    finish(state, 1);
+  /// The Launch's side of an entry: run it (`run`), or settle it unrun because the pool destroyed the
+  /// Launch — unless cancel() got there first.
+  void settle(Entry& entry, bool run) noexcept {
+    // Against cancel(); exactly one of them wins.
+    if (!entry.phase.move(Phase::pending, Phase::running)) {
+      // cancel() won and settled the task. It frees the entry if it is still destroying the callable.
+      if (!entry.phase.move(Phase::cancelling, Phase::orphaned)) delete &entry;
+      return;
+    }
+    {
+      detail::SpinLock lock(list_mutex_);
+      unlink_locked(entry);
+    }
+    if (run) {
+      try {
+        entry.run();
+      } catch (...) {
+        // post(): a ClosedError escaping the task becomes NestedClosedError (see errors.hpp). submit()'s
+        // callable is a SubmittedHandle, which never throws (its Future gets the exception).
+        if (entry.report_errors) keep_error(detail::callee_exception());
+      }
+    }
+    delete &entry;  // the callable with it: outside every lock
+    finish(1);      // last: the group may be gone once the count reaches zero
   }
 
-  /// The entry won its phase (running, or cancelled unrun by the pool): out of the pending list.
-  static void forget(State& state, Entry& entry) {
-    detail::MutexLock lock(state.mutex);
-    state.pending.erase(entry.place);
+  void unlink_locked(Entry& entry) noexcept XTHREAD_REQUIRES(list_mutex_) {
+    if (entry.prev != nullptr) {
+      entry.prev->next = entry.next;
+    } else {
+      pending_ = entry.next;
+    }
+    if (entry.next != nullptr) entry.next->prev = entry.prev;
+    entry.prev = entry.next = nullptr;
   }
 
-  static void run(Entry& entry, State& state) {
-    if (!entry.phase.move(Entry::Phase::pending, Entry::Phase::running)) return;  // cancelled
-    forget(state, entry);
-    std::exception_ptr error;
-    try {
-      entry.work();
-    } catch (...) {
-      // post(): a ClosedError escaping the task becomes NestedClosedError (see errors.hpp). submit()'s
-      // work is a SubmittedHandle, which never throws (its Future gets the exception).
-      if (entry.report_errors) error = detail::callee_exception();
-    }
-    entry.work.reset();
-    if (error) {
-      detail::MutexLock lock(state.mutex);
-      if (!state.first_error) state.first_error = std::move(error);
-    }
-    finish(state, 1);
+  void keep_error(std::exception_ptr error) noexcept {
+    detail::SpinLock lock(error_mutex_);
+    if (first_error_) return;
+    first_error_ = std::move(error);
+    // release: wait()'s acquire load sees the flag (then takes the lock for the error itself).
+    has_error_.store(true, std::memory_order_release);
   }
+
+  /// `count` tasks of the group are settled. The last one wakes whoever sleeps until the count is zero;
+  /// after the step that reaches zero it touches only the word's address and the pool (which outlives
+  /// the group and, on this path, is alive: we run on its thread, in its shutdown, or in a call on the
+  /// group).
+  void finish(std::size_t count) noexcept {
+    detail::PoolCore* const pool = core_;
+    const auto settled = static_cast<std::uint32_t>(count);
+    // acq_rel: release publishes the task's effects to the waiter's acquire load; the zeroing step
+    // also clears the parked flags (everyone parked is woken below).
+    std::uint32_t word = word_.load(std::memory_order_relaxed);
+    std::uint32_t next = 0;
+    do {
+      next = (word & kCountMask) == settled ? 0 : word - settled;
+    } while (!word_.compare_exchange_weak(word, next, std::memory_order_acq_rel, std::memory_order_relaxed));
+    if (next != 0 || (word & (kWaiterParked | kHelperParked)) == 0) return;
+    if ((word & kWaiterParked) != 0) detail::futex_wake_all(word_);
+    if ((word & kHelperParked) != 0) detail::wake_helpers(pool);
+  }
+
+  bool done() const noexcept { return (word_.load(std::memory_order_acquire) & kCountMask) == 0; }
+
+  /// Sets `flag` unless nothing is outstanding; true when set. A read-modify-write of the finishers'
+  /// word: either the step that reaches zero sees the flag, or this sees zero.
+  bool mark_parked(std::uint32_t flag) noexcept {
+    std::uint32_t word = word_.load(std::memory_order_acquire);
+    while ((word & kCountMask) != 0) {
+      if ((word & flag) != 0) return true;
+      if (word_.compare_exchange_weak(word, word | flag, std::memory_order_acq_rel, std::memory_order_acquire)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /// Until nothing is outstanding: helping on a worker of the pool, else polling, then sleeping.
+  void wait_for_outstanding() noexcept {
+    if (done()) return;
+    const detail::HelpTarget target{&help_done, &help_park, &help_unpark, this};
+    if (detail::help_until(core_, target, detail::SteadyClock::time_point::max()) != detail::HelpResult::not_a_worker) {
+      return;
+    }
+    if (detail::poll_before_park([this] { return done(); }, detail::Waiter::reply)) return;
+    while (mark_parked(kWaiterParked)) {
+      // The flag stays until the count reaches zero (the finisher clears it and wakes every sleeper),
+      // so the word only changes under a sleeper by a step that also wakes it, or a count change
+      // (then futex_wait returns at once and we look again).
+      detail::futex_wait(word_, word_.load(std::memory_order_acquire) | kWaiterParked);
+    }
+  }
+
+  // The HelpTarget of a helping wait (see detail/helping.hpp).
+  static bool help_done(void* group) noexcept { return static_cast<TaskGroup*>(group)->done(); }
+  static bool help_park(void* group) noexcept { return static_cast<TaskGroup*>(group)->mark_parked(kHelperParked); }
+  // The flag stays until the count reaches zero (another helper of the group may still be parked); a
+  // helper that woke for other work costs the last finisher one wake_helpers() it did not need.
+  static void help_unpark(void* /*group*/) noexcept {}
 
   ThreadPool& pool_;
-  std::shared_ptr<State> state_;
+  detail::PoolCore* const core_;  // the pool's engine: helping waits, the Futures of submit()
+  std::atomic<std::uint32_t> word_{0};  // outstanding count | kHelperParked | kWaiterParked (futex word)
+  detail::SpinMutex list_mutex_;
+  Entry* pending_ XTHREAD_GUARDED_BY(list_mutex_) = nullptr;  // not started, not cancelled
+  std::atomic<bool> has_error_{false};  // first_error_ is set
+  detail::SpinMutex error_mutex_;
+  std::exception_ptr first_error_ XTHREAD_GUARDED_BY(error_mutex_);
 };
 
 }  // namespace xthread
