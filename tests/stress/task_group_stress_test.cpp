@@ -78,3 +78,39 @@ TEST(TaskGroupStress, ShutdownDropAgainstRunningGroupTasksSettlesEachTaskExactly
   std::printf("[stress] task group drop: %llu tasks settled by drops\n",
               static_cast<unsigned long long>(settled_by_drop));
 }
+
+// Promise (destruction): a TaskGroup may be destroyed as soon as wait() returns, while the task that
+// took the count to zero (or cancel(), or the pool's drop) is still on its way out: after that step
+// nothing touches the group but the futex address. Each round heap-allocates a group (so ASan reports a
+// late touch as heap-use-after-free and TSan as a race with the delete), adds a few tasks, races cancel()
+// against the workers in half the rounds, waits and frees it at once; once from this thread (the wait
+// sleeps on the group's word) and once inside a pool task (the wait helps and may park in the pool).
+TEST(TaskGroupStress, AGroupFreedRightAfterWaitIsNotTouchedByItsLastFinisher) {
+  xthread_stress::Watchdog watchdog("task group freed after wait");
+  xthread::ThreadPool pool{2};
+  std::atomic<std::uint64_t> ran{0};
+  std::uint64_t cancelled = 0;
+  const auto one_group = [&pool, &ran](std::uint64_t round) {
+    auto group = std::make_unique<xthread::TaskGroup>(pool);
+    const std::size_t tasks = 1 + round % 4;
+    for (std::size_t i = 0; i < tasks; ++i) {
+      if (i % 2 == 0) {
+        (void)group->post([&ran] { ran.fetch_add(1, std::memory_order_relaxed); });
+      } else {
+        (void)group->submit([&ran] { return ran.fetch_add(1, std::memory_order_relaxed); });  // future dropped
+      }
+    }
+    const std::size_t dropped = round % 2 == 0 ? group->cancel() : 0;
+    group->wait();
+    group.reset();  // at once: the last finisher may still be returning from its final step
+    return dropped;
+  };
+  xthread_stress::run_rounds("task group: freed right after wait", xthread_stress::Limits::scaled(20'000), watchdog,
+                             [&](std::uint64_t round) {
+    cancelled += one_group(round);
+    auto nested = pool.submit([&one_group, round] { return one_group(round + 1); });
+    cancelled += nested.get();
+  });
+  std::printf("[stress] task group freed after wait: %llu tasks ran, %llu cancelled\n",
+              static_cast<unsigned long long>(ran.load()), static_cast<unsigned long long>(cancelled));
+}
