@@ -33,7 +33,7 @@ PoolCore::PoolCore(ThreadPool::Options options)
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   shard_count_ = std::min(threads, kMaxShards);
   shards_ = std::make_unique<PoolShard[]>(shard_count_);
-  dropped_ = std::make_unique<TaskQueue<PoolTask>[]>(2 * shard_count_);  // empty queues: no blocks yet
+  dropped_ = std::make_unique<TaskQueue<PoolTask>[]>(PoolShard::kQueues * shard_count_);  // empty: no blocks yet
   std::uint32_t spawned = 0;
   try {
     MutexLock lock(mutex_);
@@ -50,18 +50,26 @@ PoolCore::PoolCore(ThreadPool::Options options)
 PoolCore::~PoolCore() { shutdown(Shutdown::drain); }
 
 bool PoolCore::enqueue(PoolTask&& task) {
-  PoolShard& shard = shards_[pick_shard()];
+  // relaxed closing_ loads: shutdown() stores closing_ and then takes every shard's two mutexes, so
+  // from then on every post sees it; a post that took its mutex earlier is queued before shutdown
+  // looks. push/push_local may throw bad_alloc: nothing changed then. The wake is decided (and the
+  // epoch bumped) before the unlock: no worker can take the task before this lock is released (every
+  // claim of the queue needs it), so once the task runs this thread no longer touches the pool, except
+  // notify_prepared below, which uses only the address. The task may end with the pool's destruction
+  // (a coroutine hop that finishes there), while this thread is still here.
   bool wake = false;
-  {
-    SpinLock lock(shard.inbox_mutex);
-    // relaxed: shutdown() stores closing_ and then takes every inbox's mutex, so from then on every
-    // post sees it here; a post that took the mutex earlier is queued before shutdown looks.
+  if (current_pool == this) {
+    // A task's own follow-up work stays local: its worker's local queue, under the ready lock.
+    PoolShard& shard = shards_[current_home];
+    SpinLock lock(shard.ready_mutex);
     if (closing_.load(std::memory_order_relaxed)) return false;
-    shard.push(std::move(task));  // may throw bad_alloc: nothing changed then
-    // Decided (and the epoch bumped) before the unlock: no worker can take the task before this
-    // lock is released (take_inbox needs it), so once the task runs this thread no longer touches the
-    // pool, except notify_prepared below, which uses only the address. The task may end with the
-    // pool's destruction (a coroutine hop that finishes there), while this thread is still here.
+    shard.push_local(std::move(task));
+    wake = wake_.prepare_wake();
+  } else {
+    PoolShard& shard = shards_[producer_shard(producer_cursor, shard_count_)];
+    SpinLock lock(shard.inbox_mutex);
+    if (closing_.load(std::memory_order_relaxed)) return false;
+    shard.push(std::move(task));
     wake = wake_.prepare_wake();
   }
   if (wake) wake_.notify_prepared();
@@ -163,11 +171,11 @@ std::size_t PoolCore::shutdown(Shutdown mode) {
   std::size_t dropped = 0;
   if (mode == Shutdown::drop) {
     // Every queue first, so code run by the destruction below sees none of them pending.
-    for (std::size_t i = 0; i < shard_count_; ++i) dropped += shards_[i].take_all(dropped_[2 * i], dropped_[2 * i + 1]);
+    for (std::size_t i = 0; i < shard_count_; ++i) dropped += shards_[i].take_all(&dropped_[PoolShard::kQueues * i]);
     // Holding no lock of the pool, before the workers are joined (a running task may be waiting for
     // a dropped task's future): destroying the tasks runs user code — destructors, futures' waiters,
     // coroutines resumed with ClosedError — which may use the pool, even shut it down again.
-    for (std::size_t i = 0; i < 2 * shard_count_; ++i) dropped_[i].clear();
+    for (std::size_t i = 0; i < PoolShard::kQueues * shard_count_; ++i) dropped_[i].clear();
   }
   stopping_.store(true, std::memory_order_seq_cst);
   wake_.wake_all();
@@ -191,18 +199,16 @@ void PoolCore::check_not_own_worker(const char* what) const {
   }
 }
 
-std::size_t PoolCore::pick_shard() noexcept {
-  if (current_pool == this) return current_home;  // a task's own follow-up work stays local
-  return producer_shard(producer_cursor, shard_count_);
-}
-
 void PoolCore::lock_every_shard_once() {
   for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].pass_barrier();
 }
 
 bool PoolCore::claim(Worker& self, PoolTask& task) {
   if (!self.busy.load(std::memory_order_relaxed)) self.busy.store(true, std::memory_order_seq_cst);
-  return take_oldest(self.home, 0, task);
+  // Fairness between its own tasks' posts and the outside producers': the local queue first, except
+  // every kOutsideTurn-th claim (neither kind starves the other; each stays FIFO).
+  const bool local_first = ++self.claims % kOutsideTurn != 0;
+  return take_oldest(self.home, 0, task, local_first);
 }
 
 void PoolCore::mark_idle(Worker& self) noexcept {

@@ -30,9 +30,10 @@ namespace xthread::detail {
 
 /// The engine behind ThreadPool; see docs/thread-pool.md for the design.
 ///
-/// Locks: each PoolShard has two queues, each behind its own mutex: the inbox (taken per post) and the
-/// ready queue (taken per claim: one task per lock; a worker whose shard's ready queue is empty takes
-/// the whole inbox into it in one swap, holding both). mutex_ guards the worker lists, idle waiting and
+/// Locks: each PoolShard has two mutexes: the inbox's (taken per outside post) and the ready one,
+/// which guards the ready queue and the local queue (taken per claim, one task per lock, and per post
+/// from the shard's own worker; a claim that finds both empty takes the whole inbox into the ready
+/// queue in one swap, holding both). mutex_ guards the worker lists, idle waiting and
 /// the shutdown phase (never taken on the per-task path). Order: ready_mutex → inbox_mutex of the same
 /// shard; no other lock is held with a shard lock, and none with mutex_. No user code (a task, its
 /// destructor, a hook, on_error) runs while a lock of the pool is held — except a task's noexcept
@@ -90,10 +91,13 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
     std::atomic<bool> busy{false};            // taking or running tasks (see wait_idle_until)
     std::atomic<std::uint64_t> completed{0};  // written by the worker only
     std::atomic<bool> exited{false};          // set by the worker as its last action
+    std::uint32_t claims = 0;                 // the worker loop's claims (see claim()); the worker's only
   };
 
+  /// Every kOutsideTurn-th claim of the worker loop takes the outside producers' oldest task first.
+  static constexpr std::uint32_t kOutsideTurn = 8;
+
   inline void check_not_own_worker(const char* what) const;
-  inline std::size_t pick_shard() noexcept;
   // Used by pool_core.cpp and pool_helping.cpp, so defined here.
   std::size_t pending() const noexcept {
     std::size_t total = 0;
@@ -110,18 +114,18 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   /// before it has finished, and every later one sees the flags stored before it.
   inline void lock_every_shard_once();
   /// Takes the oldest task of the first shard that has one, trying home + first_offset, then the next
-  /// ones (wrapping; one ready lock per shard tried). False when none has one, or the pool is paused or
-  /// dropping. The one claim loop: claim() (from the home shard) and a helper's steal (from the next).
-  bool take_oldest(std::size_t home, std::size_t first_offset, PoolTask& task) {
+  /// ones (wrapping; one ready lock per shard tried; PoolShard::pop_oldest, local queue first at home
+  /// when `local_first`, outside producers' first elsewhere). False when none has one, or the pool is
+  /// paused or dropping. The one claim loop: claim() (from the home shard) and a helper's steal (from
+  /// the next).
+  bool take_oldest(std::size_t home, std::size_t first_offset, PoolTask& task, bool local_first = false) {
     for (std::size_t offset = first_offset; offset < shard_count_; ++offset) {
       PoolShard& shard = shards_[(home + offset) % shard_count_];
       if (shard.looks_empty()) continue;
       SpinLock lock(shard.ready_mutex);
       // relaxed: pause()/shutdown() store these, then pass through this mutex (see pause()).
       if (paused_.load(std::memory_order_relaxed) || dropping_.load(std::memory_order_relaxed)) return false;
-      if (shard.ready.empty() && !shard.take_inbox()) continue;
-      shard.pop_ready(task);
-      return true;
+      if (shard.pop_oldest(task, local_first && offset == 0)) return true;
     }
     return false;
   }
@@ -168,7 +172,7 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   std::size_t shard_count_ = 1;
   const std::size_t cores_ = std::max(1u, std::thread::hardware_concurrency());
   std::unique_ptr<PoolShard[]> shards_;
-  // Shutdown::drop's unstarted tasks, two queues per shard (ready, inbox), held between taking them out
+  // Shutdown::drop's unstarted tasks, three queues per shard (PoolShard::take_all), held between taking them out
   // of the shards and destroying them outside every lock. Used only by the shutdown call that owns
   // the closing phase (see lifecycle_), so no lock: allocated up front, so drop cannot fail.
   std::unique_ptr<TaskQueue<PoolTask>[]> dropped_;

@@ -17,14 +17,16 @@ void PoolShard::pass_barrier() {
   }
 }
 
-std::size_t PoolShard::take_all(TaskQueue<PoolTask>& ready_out, TaskQueue<PoolTask>& inbox_out) {
+std::size_t PoolShard::take_all(TaskQueue<PoolTask>* out) {
   SpinLock ready_lock(ready_mutex);
   SpinLock inbox_lock(inbox_mutex);
-  ready_out.swap(ready);
-  inbox_out.swap(inbox);
+  out[0].swap(ready);
+  out[1].swap(inbox);
+  out[2].swap(local);
   ready_count.store(0, std::memory_order_seq_cst);
+  local_count.store(0, std::memory_order_seq_cst);
   moved.store(pushed.load(std::memory_order_relaxed), std::memory_order_seq_cst);
-  return ready_out.size() + inbox_out.size();
+  return out[0].size() + out[1].size() + out[2].size();
 }
 
 std::size_t first_producer_cursor() noexcept {

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// detail::PoolShard: one pool worker's two task queues (the producers' inbox, the worker's ready queue)
-// with their lock-free counts, and producer_shard(): which shard an outside producer posts to.
+// detail::PoolShard: one pool worker's three task queues (the outside producers' inbox, the worker's
+// ready queue, and the local queue of tasks its own tasks post) with their lock-free counts, and
+// producer_shard(): which shard an outside producer posts to.
 // A part of the pool engine (pool_core.hpp); docs/thread-pool.md ("Queues") has the design.
 #pragma once
 
@@ -16,10 +17,12 @@
 
 namespace xthread::detail {
 
-/// One worker's queues. Producers touch only the inbox half, the worker only the ready half (and the
-/// inbox once per swap), so the two sides share no cache line on the per-task path. Unstarted tasks
-/// are in exactly one of the two queues: always visible to pause, drop, drain and pending.
-/// Lock order: ready_mutex → inbox_mutex.
+/// One worker's queues. Outside producers touch only the inbox half, the worker only the ready half
+/// (and the inbox once per swap), so the two sides share no cache line on the per-task path. A task
+/// that the shard's own worker posts (fork-join's subtasks, a task's follow-up work) goes to the local
+/// queue, on the worker's half, under ready_mutex only: one lock per post and per take, no inbox
+/// line, no move between queues. Unstarted tasks are in exactly one of the three queues: always
+/// visible to pause, drop, drain and pending. Lock order: ready_mutex → inbox_mutex.
 struct alignas(64) PoolShard {
   // Producer side.
   SpinMutex inbox_mutex;
@@ -30,24 +33,36 @@ struct alignas(64) PoolShard {
   TaskQueue<PoolTask> ready XTHREAD_GUARDED_BY(ready_mutex);
   std::atomic<std::uint64_t> moved{0};      // tasks ever taken out of inbox; written under both mutexes
   std::atomic<std::size_t> ready_count{0};  // mirror of ready.size(); written under ready_mutex
+  TaskQueue<PoolTask> local XTHREAD_GUARDED_BY(ready_mutex);
+  std::atomic<std::size_t> local_count{0};  // mirror of local.size(); written under ready_mutex
 
   /// Unstarted tasks in this shard. Never less than the true count at some moment during the call
   /// (it may count a swap's tasks twice), read without locks. Order: moved, then pushed (so
   /// pushed - moved cannot go negative: pushed only grows and moved never passes it), then
   /// ready_count (a swap stores ready_count before moved, so seeing the new moved implies seeing
-  /// the new ready_count). seq_cst: also the load half of the sleepers Dekker pair (PoolWake).
+  /// the new ready_count); local tasks never move between queues, so local_count adds on its own.
+  /// seq_cst: also the load half of the sleepers Dekker pair (PoolWake).
   std::size_t unstarted() const noexcept {
     const std::uint64_t taken = moved.load(std::memory_order_seq_cst);
     const std::uint64_t posted = pushed.load(std::memory_order_seq_cst);
-    return static_cast<std::size_t>(posted - taken) + ready_count.load(std::memory_order_seq_cst);
+    return static_cast<std::size_t>(posted - taken) + ready_count.load(std::memory_order_seq_cst) +
+           local_count.load(std::memory_order_seq_cst);
   }
 
-  /// A hint without locks: true when both queues look empty.
+  /// A hint without locks: true when every queue looks empty.
   bool looks_empty() const noexcept {
-    // relaxed: hints; the locks decide. The inbox is read only when the ready queue looks empty, so
-    // a worker with queued work does not pull the producers' cache line per task.
-    return ready_count.load(std::memory_order_relaxed) == 0 &&
+    // relaxed: hints; the locks decide. The inbox is read only when the worker's queues look empty,
+    // so a worker with queued work does not pull the producers' cache line per task.
+    return ready_count.load(std::memory_order_relaxed) == 0 && local_count.load(std::memory_order_relaxed) == 0 &&
            pushed.load(std::memory_order_relaxed) == moved.load(std::memory_order_relaxed);
+  }
+
+  /// Queues `task`, posted by this shard's own worker, in the local queue. May throw bad_alloc:
+  /// nothing changed then.
+  void push_local(PoolTask&& task) XTHREAD_REQUIRES(ready_mutex) {
+    local.push_back(std::move(task));
+    // seq_cst: the store half of the Dekker pair with a worker registering as a sleeper, as push().
+    local_count.store(local.size(), std::memory_order_seq_cst);
   }
 
   /// Queues `task` in the inbox. May throw bad_alloc: nothing changed then.
@@ -78,9 +93,34 @@ struct alignas(64) PoolShard {
     ready_count.store(ready.size(), std::memory_order_relaxed);
   }
 
-  /// A helping wait's claim on its own shard: takes the newest unstarted task (the inbox's last, else
-  /// the ready queue's last) into `task`, holding both locks for the inbox. False when both are empty.
+  /// The worker loop's and a thief's claim: takes the oldest task of the local queue (when
+  /// `local_first`) or of the outside producers' (the ready queue, else the inbox in one swap), else
+  /// the oldest of the other kind, into `task`. False when every queue is empty. Each queue stays
+  /// FIFO; which of the two goes first is the caller's fairness rule.
+  bool pop_oldest(PoolTask& task, bool local_first) XTHREAD_REQUIRES(ready_mutex) {
+    if (local_first && !local.empty()) {
+      pop_local_oldest(task);
+      return true;
+    }
+    if (!ready.empty() || take_inbox()) {
+      pop_ready(task);
+      return true;
+    }
+    if (local.empty()) return false;
+    pop_local_oldest(task);
+    return true;
+  }
+
+  /// A helping wait's claim on its own shard: takes the newest unstarted task (the local queue's last,
+  /// else the inbox's last, else the ready queue's last) into `task`, holding the inbox lock only for
+  /// the inbox. False when all three are empty.
   bool pop_newest(PoolTask& task) XTHREAD_REQUIRES(ready_mutex) {
+    if (!local.empty()) {
+      task = local.pop_back();
+      // relaxed: as pop_ready.
+      local_count.store(local.size(), std::memory_order_relaxed);
+      return true;
+    }
     {
       SpinLock lock(inbox_mutex);
       if (!inbox.empty()) {
@@ -101,10 +141,19 @@ struct alignas(64) PoolShard {
   /// started before has finished, and every later one sees what was stored before this call.
   void pass_barrier() XTHREAD_EXCLUDES(ready_mutex, inbox_mutex);
 
-  /// Moves both queues (unstarted tasks) into `ready_out` and `inbox_out` (empty, and swapped: no
-  /// allocation), holding both locks, and zeroes the counts; returns how many tasks it took.
-  std::size_t take_all(TaskQueue<PoolTask>& ready_out, TaskQueue<PoolTask>& inbox_out)
-      XTHREAD_EXCLUDES(ready_mutex, inbox_mutex);
+  /// Moves the three queues (unstarted tasks) into `out[0..2]` (empty, and swapped: no allocation),
+  /// holding both locks, and zeroes the counts; returns how many tasks it took.
+  std::size_t take_all(TaskQueue<PoolTask>* out) XTHREAD_EXCLUDES(ready_mutex, inbox_mutex);
+
+  /// Queues take_all() fills.
+  static constexpr std::size_t kQueues = 3;
+
+ private:
+  void pop_local_oldest(PoolTask& task) XTHREAD_REQUIRES(ready_mutex) {
+    task = local.pop_front();
+    // relaxed: as pop_ready.
+    local_count.store(local.size(), std::memory_order_relaxed);
+  }
 };
 
 /// An outside producer posts runs of this many consecutive tasks to one shard, then moves to the next:

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// detail::PoolShard: FIFO through inbox and ready queue, counts that never under-count (also with a
-// producer and a consumer racing), drop's take_all, and producer_shard()'s runs over the shards.
+// detail::PoolShard: FIFO through inbox and ready queue, the local queue (FIFO for the worker loop,
+// LIFO for a helping wait, fair against the outside producers'), counts that never under-count (also
+// with producers and a consumer racing), drop's take_all, and producer_shard()'s runs over the shards.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -21,6 +22,37 @@ using detail::SpinLock;
 void push(PoolShard& shard, std::vector<int>& ran, int value) {
   SpinLock lock(shard.inbox_mutex);
   shard.push(PoolTask([&ran, value] { ran.push_back(value); }));
+}
+
+void push_local(PoolShard& shard, std::vector<int>& ran, int value) {
+  SpinLock lock(shard.ready_mutex);
+  shard.push_local(PoolTask([&ran, value] { ran.push_back(value); }));
+}
+
+/// Claims one task as the worker loop does (PoolShard::pop_oldest) and runs it.
+bool claim_one(PoolShard& shard, bool local_first) {
+  PoolTask task;
+  {
+    SpinLock lock(shard.ready_mutex);
+    if (!shard.pop_oldest(task, local_first)) return false;
+  }
+  task();
+  return true;
+}
+
+/// Takes and runs the newest task as a helping wait does (PoolShard::pop_newest) until none is left,
+/// checking after each that unstarted() counts exactly the rest (`queued` at first).
+void run_newest_first(PoolShard& shard, std::size_t queued) {
+  while (true) {
+    PoolTask task;
+    {
+      SpinLock lock(shard.ready_mutex);
+      if (!shard.pop_newest(task)) break;
+    }
+    task();
+    EXPECT_EQ(shard.unstarted(), --queued);
+  }
+  EXPECT_EQ(queued, 0u);
 }
 
 /// Claims one task as a worker does (ready queue, else the inbox in one swap) and runs it.
@@ -67,39 +99,71 @@ TEST(PoolShard, PopNewestTakesTheInboxNewestThenTheReadyNewestAndKeepsTheCounts)
   for (int i = 0; i < 4; ++i) push(shard, ran, i);
   ASSERT_TRUE(run_one(shard));                           // 0 runs; 1, 2, 3 are in the ready queue
   for (int i = 4; i < 6; ++i) push(shard, ran, i);       // 4, 5 in the inbox
-  std::size_t left = 5;
-  while (true) {
-    PoolTask task;
-    {
-      SpinLock lock(shard.ready_mutex);
-      if (!shard.pop_newest(task)) break;
-    }
-    task();
-    EXPECT_EQ(shard.unstarted(), --left);
-  }
+  run_newest_first(shard, 5);
   EXPECT_EQ(ran, (std::vector<int>{0, 5, 4, 3, 2, 1}));
   EXPECT_TRUE(shard.looks_empty());
   EXPECT_EQ(shard.moved.load(), shard.pushed.load());
 }
 
-TEST(PoolShard, TakeAllEmptiesBothQueuesAndCountsEveryUnstartedTask) {
+// The local queue's newest goes before the inbox's and the ready queue's.
+TEST(PoolShard, PopNewestTakesTheLocalQueueNewestFirst) {
+  PoolShard shard;
+  std::vector<int> ran;
+  for (int i = 0; i < 3; ++i) push(shard, ran, i);
+  ASSERT_TRUE(run_one(shard));  // 0 runs; 1, 2 ready
+  push(shard, ran, 3);          // inbox
+  for (int i = 4; i < 7; ++i) push_local(shard, ran, i);
+  EXPECT_EQ(shard.unstarted(), 6u);
+  EXPECT_FALSE(shard.looks_empty());
+  run_newest_first(shard, 6);
+  EXPECT_EQ(ran, (std::vector<int>{0, 6, 5, 4, 3, 2, 1}));
+  EXPECT_TRUE(shard.looks_empty());
+  EXPECT_EQ(shard.local_count.load(), 0u);
+}
+
+// pop_oldest keeps each queue FIFO; local_first decides which kind goes first, and when that kind is
+// empty the other is taken (nothing is skipped).
+TEST(PoolShard, PopOldestKeepsEachQueueFifoAndFallsBackToTheOtherKind) {
+  PoolShard shard;
+  std::vector<int> ran;
+  for (int i = 0; i < 3; ++i) push(shard, ran, i);          // outside: 0 1 2
+  for (int i = 10; i < 13; ++i) push_local(shard, ran, i);  // local: 10 11 12
+  ASSERT_TRUE(claim_one(shard, true));   // 10
+  ASSERT_TRUE(claim_one(shard, false));  // 0 (swaps the inbox in)
+  ASSERT_TRUE(claim_one(shard, true));   // 11
+  ASSERT_TRUE(claim_one(shard, true));   // 12
+  ASSERT_TRUE(claim_one(shard, true));   // local empty: 1
+  ASSERT_TRUE(claim_one(shard, false));  // 2
+  push_local(shard, ran, 13);
+  ASSERT_TRUE(claim_one(shard, false));  // outside empty: 13
+  EXPECT_FALSE(claim_one(shard, true));
+  EXPECT_FALSE(claim_one(shard, false));
+  EXPECT_EQ(ran, (std::vector<int>{10, 0, 11, 12, 1, 2, 13}));
+  EXPECT_EQ(shard.unstarted(), 0u);
+  EXPECT_TRUE(shard.looks_empty());
+}
+
+TEST(PoolShard, TakeAllEmptiesEveryQueueAndCountsEveryUnstartedTask) {
   PoolShard shard;
   std::vector<int> ran;
   for (int i = 0; i < 4; ++i) push(shard, ran, i);
   ASSERT_TRUE(run_one(shard));  // three left in the ready queue
   for (int i = 4; i < 6; ++i) push(shard, ran, i);  // two in the inbox
-  detail::TaskQueue<PoolTask> ready;
-  detail::TaskQueue<PoolTask> inbox;
-  EXPECT_EQ(shard.take_all(ready, inbox), 5u);
-  EXPECT_EQ(ready.size(), 3u);
-  EXPECT_EQ(inbox.size(), 2u);
+  for (int i = 6; i < 8; ++i) push_local(shard, ran, i);  // two in the local queue
+  detail::TaskQueue<PoolTask> out[PoolShard::kQueues];
+  EXPECT_EQ(shard.take_all(out), 7u);
+  EXPECT_EQ(out[0].size(), 3u);
+  EXPECT_EQ(out[1].size(), 2u);
+  EXPECT_EQ(out[2].size(), 2u);
   EXPECT_EQ(shard.unstarted(), 0u);
   EXPECT_TRUE(shard.looks_empty());
   EXPECT_FALSE(run_one(shard));
+  EXPECT_FALSE(claim_one(shard, true));
   shard.pass_barrier();  // takes and releases both locks: returns
-  while (!ready.empty()) ready.pop_front()();
-  while (!inbox.empty()) inbox.pop_front()();
-  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+  for (auto& queue : out) {
+    while (!queue.empty()) queue.pop_front()();
+  }
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 
 // A producer posts while a consumer claims: every task runs once, in post order, and unstarted() is
@@ -137,6 +201,56 @@ TEST(PoolShard, ConcurrentPostsAndClaimsLoseNothingAndNeverUnderCount) {
   ASSERT_EQ(ran.size(), static_cast<std::size_t>(kTasks));
   for (int i = 0; i < kTasks; ++i) ASSERT_EQ(ran[i], i);
   EXPECT_EQ(shard.unstarted(), 0u);
+}
+
+// The shard's worker pushes into its local queue and takes its newest back (a helping wait), an
+// outside producer posts, and a thief claims oldest-first: every task runs exactly once and the counts
+// end at zero.
+TEST(PoolShard, LocalPushesAndPopsRacingAThiefAndAProducerRunEveryTaskOnce) {
+  constexpr int kLocal = 60'000;
+  constexpr int kOutside = 60'000;
+  PoolShard shard;
+  std::vector<std::atomic<int>> runs(kLocal + kOutside);
+  std::atomic<int> taken{0};
+  const auto task_for = [&](int index) {
+    return PoolTask([&runs, &taken, index] {
+      runs[static_cast<std::size_t>(index)].fetch_add(1, std::memory_order_relaxed);
+      taken.fetch_add(1, std::memory_order_relaxed);
+    });
+  };
+  const xthread_test::HangGuard guard("PoolShard local/thief/producer race");
+  std::thread owner([&] {
+    for (int i = 0; i < kLocal; ++i) {
+      {
+        SpinLock lock(shard.ready_mutex);
+        shard.push_local(task_for(i));
+      }
+      if (i % 3 != 0) continue;
+      PoolTask task;
+      bool got = false;
+      {
+        SpinLock lock(shard.ready_mutex);
+        got = shard.pop_newest(task);
+      }
+      if (got) task();
+    }
+  });
+  std::thread producer([&] {
+    for (int i = 0; i < kOutside; ++i) {
+      SpinLock lock(shard.inbox_mutex);
+      shard.push(task_for(kLocal + i));
+    }
+  });
+  while (taken.load(std::memory_order_relaxed) < kLocal + kOutside) {
+    if (!claim_one(shard, false)) std::this_thread::yield();
+  }
+  owner.join();
+  producer.join();
+  int wrong = 0;
+  for (const auto& count : runs) wrong += count.load() != 1 ? 1 : 0;
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(shard.unstarted(), 0u);
+  EXPECT_TRUE(shard.looks_empty());
 }
 
 TEST(PoolShard, ProducerShardPostsRunsToOneShardThenMovesOnAndWraps) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <future>
 #include <latch>
 #include <algorithm>
@@ -311,6 +312,79 @@ TEST(ThreadPoolContracts, DropDestroysExactlyTheUnstartedTasksAndCountsThem) {
   shutter.join();
   EXPECT_EQ(dropped, 40u);
   EXPECT_EQ(ran.load(), 0);
+}
+
+// A task's own posts go to its worker's local queue: on one worker they start in the order it posted
+// them, and pause, pending and drop see them like any queued task.
+TEST(ThreadPoolContracts, ATasksOwnPostsStartInPostOrderAndArePausedCountedAndDropped) {
+  constexpr int kTasks = 300;  // more than one queue block
+  {
+    ThreadPool pool{1};
+    std::vector<int> order;  // written by the one worker only
+    ASSERT_TRUE(pool.post([&] {
+      for (int i = 0; i < kTasks; ++i) {
+        ASSERT_TRUE(pool.post([&order, i] { order.push_back(i); }));
+      }
+    }));
+    pool.wait_idle();
+    ASSERT_EQ(order.size(), static_cast<std::size_t>(kTasks));
+    for (int i = 0; i < kTasks; ++i) ASSERT_EQ(order[static_cast<std::size_t>(i)], i);
+  }
+  ThreadPool pool{1};
+  std::latch posted{1};
+  std::latch release{1};
+  std::atomic<int> ran{0};
+  std::vector<xthread::Future<int>> futures;  // filled by the task before `posted`
+  ASSERT_TRUE(pool.post([&] {
+    for (int i = 0; i < kTasks; ++i) {
+      futures.push_back(pool.submit([&ran, i] {
+        ran.fetch_add(1);
+        return i;
+      }));
+    }
+    posted.count_down();
+    release.wait();
+  }));
+  posted.wait();
+  pool.pause();
+  EXPECT_EQ(pool.stats().pending, static_cast<std::size_t>(kTasks));
+  std::size_t dropped = 0;
+  std::thread shutter([&] { dropped = pool.shutdown(Shutdown::drop); });
+  for (auto& future : futures) EXPECT_THROW(future.get(), ClosedError);
+  release.count_down();
+  shutter.join();
+  EXPECT_EQ(dropped, static_cast<std::size_t>(kTasks));
+  EXPECT_EQ(ran.load(), 0);
+}
+
+// The worker loop alternates between its own tasks' posts and the outside producers' (every 8th claim
+// takes an outside task first): a task that re-posts itself forever cannot starve a post from
+// outside, even on one worker.
+TEST(ThreadPoolContracts, ATaskThatRepostsItselfDoesNotStarveOutsidePosts) {
+  // A bound on the chain (about a second of reposts) so that a starving pool fails instead of hanging.
+  constexpr int kMaxReposts = 20'000'000;
+  ThreadPool pool{1};
+  std::atomic<bool> outside_ran{false};
+  std::atomic<int> reposts{0};
+  std::atomic<int> reposts_when_outside_ran{-1};
+  std::latch chain_started{1};
+  std::function<void()> step = [&] {
+    if (reposts.fetch_add(1) == 0) chain_started.count_down();
+    if (!outside_ran.load() && reposts.load() < kMaxReposts) {
+      ASSERT_TRUE(pool.post(step));
+    }
+  };
+  ASSERT_TRUE(pool.post(step));
+  chain_started.wait();
+  ASSERT_TRUE(pool.post([&] {
+    reposts_when_outside_ran.store(reposts.load());
+    outside_ran.store(true);
+  }));
+  const int reposts_when_posted = reposts.load();  // the outside task may have run already
+  pool.wait_idle();
+  ASSERT_TRUE(outside_ran.load());
+  // Queued, the outside task waits for at most kOutsideTurn (8) claims: allow for a slow post.
+  EXPECT_LT(reposts_when_outside_ran.load() - reposts_when_posted, 1000);
 }
 
 TEST(ThreadPoolContracts, DrainRunsEveryTaskExactlyOnceAfterResizeDown) {

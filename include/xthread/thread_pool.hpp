@@ -78,13 +78,16 @@ struct ParallelFor {
 
 /// A pool of worker threads. Design and trade-offs: docs/thread-pool.md.
 ///
-/// Queues: one queue per worker (a "shard"), each behind its own small lock. A task posted from a
-/// worker of this pool goes to that worker's queue; a task posted from any other thread goes to the
-/// queues in turn. A worker takes one task at a time — from its own queue, oldest first, else the
-/// oldest task of another queue — so a long task never holds back tasks queued behind it while
-/// another worker is free (no head-of-line blocking), and every task that has not started is in a
-/// queue, where pause, drop, drain and stats().pending see it. With one worker tasks start in the
-/// order they were posted; with more, in that order per queue (helping waits excepted, see below).
+/// Queues: one set per worker (a "shard"), each behind small locks. A task posted from a worker of
+/// this pool goes to that worker's local queue; a task posted from any other thread goes to the
+/// shards' inboxes in turn. A worker takes one task at a time — from its own shard, oldest first
+/// (its local queue first, except every 8th claim, which takes the outside posts' oldest first, so
+/// neither kind starves the other), else the oldest task of another shard — so a long task never
+/// holds back tasks queued behind it while another worker is free (no head-of-line blocking), and
+/// every task that has not started is in a queue, where pause, drop, drain and stats().pending see
+/// it. Start order: the tasks one thread posts start in the order it posted them when one worker
+/// runs them (with more, per shard); between a task's own posts and outside posts the order is the
+/// alternation above (helping waits excepted, see below).
 ///
 /// Exact contracts: a task "starts" when a worker takes it from a queue (under that queue's lock).
 /// - pause(): once it returns, no task starts until resume(); tasks already started run on.
@@ -112,7 +115,7 @@ struct ParallelFor {
 /// Helping waits (docs/thread-pool.md, "Helping waits"): a submit() Future's wait/get, or a TaskGroup's
 /// wait, called on a worker of this pool runs other tasks of this pool until it is over, so nested
 /// fork-join never deadlocks, even on one worker. A helper takes one task per lock, the newest of its
-/// own queue first (usually the subtask it waits for), else the oldest of another queue; it starts
+/// own shard first (usually the subtask it waits for), else the oldest of another shard; it starts
 /// nothing while the pool is paused or dropping, counts what it runs in stats().completed, and sends
 /// their exceptions to on_error, never to the waiter. Nesting is bounded: past 64 helped tasks nested
 /// on one stack a helper runs only its own queue's tasks, unless every other worker is past the
