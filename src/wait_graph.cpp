@@ -27,23 +27,14 @@ bool WaitGraph::begin_wait(WaitRecord& record, const WaitTarget& target) noexcep
   }
   record.thread_ = self;
   record.target_ = &target;
-  record.previous_ = nullptr;
-  record.next_ = waiting_threads_;
-  if (waiting_threads_ != nullptr) waiting_threads_->previous_ = &record;
-  waiting_threads_ = &record;
+  Records::push_front(waiting_threads_, record);
   ++waiting_count_;
   return true;
 }
 
 void WaitGraph::end_wait(WaitRecord& record) noexcept {
   MutexLock lock(mutex_);
-  if (record.previous_ != nullptr) {
-    record.previous_->next_ = record.next_;
-  } else {
-    waiting_threads_ = record.next_;
-  }
-  if (record.next_ != nullptr) record.next_->previous_ = record.previous_;
-  record.previous_ = record.next_ = nullptr;
+  Records::unlink(waiting_threads_, record);
   --waiting_count_;
 }
 

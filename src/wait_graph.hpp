@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <thread>
 
+#include "xthread/detail/intrusive_list.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 
@@ -32,6 +33,7 @@ class WaitGraph {
 
  private:
   friend class WaitTarget;
+  using Records = IntrusiveList<WaitRecord, &WaitRecord::previous_, &WaitRecord::next_>;
   // The WaitRecords of the threads blocked in a synchronous call, at most one per thread, under one
   // lock taken only by such calls, their completions and changes of a target's thread. A linked
   // record's target is alive: the call is queued in it (or about to be), and a closing loop completes

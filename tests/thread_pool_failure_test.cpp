@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "failing_operator_new.hpp"
+#include "xthread/detail/block_cache.hpp"
 #include "xthread/detail/task_queue.hpp"
 #include "xthread/thread_pool.hpp"
 
@@ -123,10 +124,12 @@ TEST(ThreadPoolFailure, AQueueThatFilledAndDrainedOnceRefillsWithoutAllocating) 
 }
 
 // submit() allocates once per call (the callable and the result share one block; the queue holds a
-// pointer), and a submit that cannot allocate throws with nothing queued.
+// pointer) when this thread's block cache has none to reuse, and a submit that cannot allocate throws
+// with nothing queued.
 TEST(ThreadPoolFailure, SubmitAllocatesOnceAndFailsCleanly) {
   xthread::ThreadPool pool{1};
   for (int i = 0; i < 300; ++i) pool.submit([] { return 1; }).get();  // queue blocks and spares exist now
+  xthread::detail::release_thread_cache();  // get() freed each call's block into this thread's cache
   allocations_until_failure = 1;  // the first allocation succeeds, a second would throw
   auto future = pool.submit([big = std::array<char, 200>{}] { return static_cast<int>(big.size()); });
   const int left = allocations_until_failure;
@@ -134,6 +137,7 @@ TEST(ThreadPoolFailure, SubmitAllocatesOnceAndFailsCleanly) {
   EXPECT_EQ(left, 0) << "submit did not allocate exactly once";
   EXPECT_EQ(future.get(), 200);
 
+  xthread::detail::release_thread_cache();
   allocations_until_failure = 0;
   EXPECT_THROW((void)pool.submit([] { return 2; }), std::bad_alloc);
   allocations_until_failure = -1;

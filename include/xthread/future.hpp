@@ -17,6 +17,7 @@
 #include <utility>
 
 #include "xthread/errors.hpp"
+#include "xthread/detail/block_cache.hpp"
 #include "xthread/detail/helping.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/outcome.hpp"
@@ -180,10 +181,11 @@ class FutureState {
   Outcome<R> outcome_;
 };
 
-/// A submitted call: the callable and its FutureState in one allocation. run() or drop() is called
-/// exactly once (through SubmittedHandle), then the producer's share is given up.
+/// A submitted call: the callable and its FutureState in one block from the thread's block cache
+/// (detail/block_cache.hpp). run() or drop() is called exactly once (through SubmittedHandle), then the
+/// producer's share is given up.
 template <class R, class Callable>
-class SubmittedCall : public FutureState<R> {
+class SubmittedCall : public FutureState<R>, public ThreadCached {
  public:
   explicit SubmittedCall(Callable&& callable) : callable_(std::move(callable)) {}
 

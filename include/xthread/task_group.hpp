@@ -13,7 +13,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "xthread/detail/block_cache.hpp"
 #include "xthread/detail/helping.hpp"
+#include "xthread/detail/intrusive_list.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/phase_word.hpp"
 #include "xthread/detail/saturating_time.hpp"
@@ -43,8 +45,9 @@ namespace xthread {
 /// waits"), so a task may fork a nested group and wait for it at any pool size. No lock of the group
 /// is held while a task's callable runs or is destroyed. Memory ordering: everything a task did is
 /// visible after wait() returns.
-/// Cost: no allocation for the group itself (it may live on the stack of a task that forks); one per
-/// task (its callable and the group's bookkeeping together, plus submit()'s Future state).
+/// Cost: no allocation for the group itself (it may live on the stack of a task that forks); one block
+/// per task (its callable and the group's bookkeeping together, plus submit()'s Future state), taken
+/// from the calling thread's cache of recently freed blocks when it has one (detail/block_cache.hpp).
 /// Destruction: the destructor waits for every task of the group (it does not rethrow; call wait()
 /// for errors) and may run as soon as wait() returned. The pool must outlive the group. Not movable:
 /// queued tasks refer to the group.
@@ -141,7 +144,7 @@ class TaskGroup {
 
   /// One task: its callable and its place in the pending list, in one allocation owned by its Launch
   /// (or, once orphaned, by cancel()).
-  struct Entry {
+  struct Entry : detail::ThreadCached {
     explicit Entry(bool errors) noexcept : report_errors(errors) {}
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
@@ -155,6 +158,8 @@ class TaskGroup {
     Entry* prev = nullptr;
     Entry* next = nullptr;
   };
+
+  using PendingList = detail::IntrusiveList<Entry, &Entry::prev, &Entry::next>;
 
   template <class F>
   struct EntryOf final : Entry {
@@ -209,9 +214,7 @@ class TaskGroup {
     } while (!word_.compare_exchange_weak(word, word + 1, std::memory_order_relaxed));
     {
       detail::SpinLock lock(list_mutex_);
-      entry->next = pending_;
-      if (pending_ != nullptr) pending_->prev = entry;
-      pending_ = entry;
+      PendingList::push_front(pending_, *entry);
     }
     return pool_.post(Launch(entry, this));
   }
@@ -242,15 +245,7 @@ class TaskGroup {
     finish(1);      // last: the group may be gone once the count reaches zero
   }
 
-  void unlink_locked(Entry& entry) noexcept XTHREAD_REQUIRES(list_mutex_) {
-    if (entry.prev != nullptr) {
-      entry.prev->next = entry.next;
-    } else {
-      pending_ = entry.next;
-    }
-    if (entry.next != nullptr) entry.next->prev = entry.prev;
-    entry.prev = entry.next = nullptr;
-  }
+  void unlink_locked(Entry& entry) noexcept XTHREAD_REQUIRES(list_mutex_) { PendingList::unlink(pending_, entry); }
 
   void keep_error(std::exception_ptr error) noexcept {
     detail::SpinLock lock(error_mutex_);
