@@ -386,6 +386,10 @@ std::shared_ptr<PoolCore> calling_thread_pool() noexcept {
   return current_pool != nullptr ? current_pool->weak_from_this().lock() : nullptr;
 }
 
+void pool_for_each_unstarted(PoolCore* pool, PoolTaskVisitor visit, void* context) noexcept {
+  pool->for_each_unstarted(visit, context);
+}
+
 bool pool_core_enqueue(void* core, PoolWorkTask&& task) {
   return static_cast<PoolCore*>(core)->enqueue(PoolTask(std::move(task)));
 }

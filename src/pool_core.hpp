@@ -72,6 +72,10 @@ class PoolCore : public std::enable_shared_from_this<PoolCore> {
   /// True when the calling thread is a worker of `pool` outside its hooks (where a wait may help).
   /// Only compares `pool`, which may dangle when this thread is not one of its workers.
   static bool called_from_worker(const PoolCore* pool) noexcept { return calling_worker(pool) != nullptr; }
+  /// See detail::pool_for_each_unstarted.
+  void for_each_unstarted(PoolTaskVisitor visit, void* context) noexcept {
+    for (std::size_t i = 0; i < shard_count_; ++i) shards_[i].for_each_unstarted(visit, context);
+  }
   /// See detail::wake_helpers.
   void wake_helpers() noexcept { wake_.wake_helpers(); }
 

@@ -29,6 +29,14 @@ std::size_t PoolShard::take_all(TaskQueue<PoolTask>* out) {
   return out[0].size() + out[1].size() + out[2].size();
 }
 
+void PoolShard::for_each_unstarted(PoolTaskVisitor visit, void* context) noexcept {
+  SpinLock ready_lock(ready_mutex);
+  SpinLock inbox_lock(inbox_mutex);
+  for (TaskQueue<PoolTask>* queue : {&ready, &inbox, &local}) {
+    queue->for_each([visit, context](PoolTask& task) noexcept { visit(task, context); });
+  }
+}
+
 std::size_t first_producer_cursor() noexcept {
   return producer_seed.fetch_add(kProducerRun, std::memory_order_relaxed);
 }

@@ -145,6 +145,9 @@ struct alignas(64) PoolShard {
   /// holding both locks, and zeroes the counts; returns how many tasks it took.
   std::size_t take_all(TaskQueue<PoolTask>* out) XTHREAD_EXCLUDES(ready_mutex, inbox_mutex);
 
+  /// Calls visit(task, context) for every queued task, holding both locks.
+  void for_each_unstarted(PoolTaskVisitor visit, void* context) noexcept XTHREAD_EXCLUDES(ready_mutex, inbox_mutex);
+
   /// Queues take_all() fills.
   static constexpr std::size_t kQueues = 3;
 

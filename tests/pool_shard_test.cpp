@@ -4,6 +4,7 @@
 // with producers and a consumer racing), drop's take_all, and producer_shard()'s runs over the shards.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <set>
@@ -163,6 +164,50 @@ TEST(PoolShard, TakeAllEmptiesEveryQueueAndCountsEveryUnstartedTask) {
   for (auto& queue : out) {
     while (!queue.empty()) queue.pop_front()();
   }
+  EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+}
+
+// for_each_unstarted visits every queued task of all three queues in place (here: it clears the tags
+// of the odd ones, as TaskGroup::cancel does with the tasks it claims), and nothing else.
+TEST(PoolShard, ForEachUnstartedVisitsEveryQueueInPlace) {
+  PoolShard shard;
+  std::vector<int> ran;
+  int tags[8] = {};
+  const auto tagged = [&](int i) { return PoolTask(&tags[i], [&ran, i] { ran.push_back(i); }); };
+  for (int i = 0; i < 4; ++i) {
+    SpinLock lock(shard.inbox_mutex);
+    shard.push(tagged(i));
+  }
+  ASSERT_TRUE(run_one(shard));  // 0 ran; 1-3 in the ready queue
+  for (int i = 4; i < 6; ++i) {
+    SpinLock lock(shard.inbox_mutex);
+    shard.push(tagged(i));  // the inbox
+  }
+  for (int i = 6; i < 8; ++i) {
+    SpinLock lock(shard.ready_mutex);
+    shard.push_local(tagged(i));  // the local queue
+  }
+  struct Seen {
+    int* tags;
+    std::vector<int> indexes;
+  } seen{tags, {}};
+  shard.for_each_unstarted([](PoolTask& task, void* context) noexcept {
+    auto& visit = *static_cast<Seen*>(context);
+    const int index = static_cast<int>(static_cast<const int*>(task.tag()) - visit.tags);
+    visit.indexes.push_back(index);
+    if (index % 2 == 1) task.clear_tag();
+  }, &seen);
+  std::sort(seen.indexes.begin(), seen.indexes.end());
+  EXPECT_EQ(seen.indexes, (std::vector<int>{1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(shard.unstarted(), 7u);  // visiting takes nothing
+  std::vector<int> still_tagged;
+  shard.for_each_unstarted([](PoolTask& task, void* context) noexcept {
+    if (task.tag() != nullptr) static_cast<std::vector<int>*>(context)->push_back(*static_cast<const int*>(task.tag()));
+  }, &still_tagged);
+  EXPECT_EQ(still_tagged.size(), 3u) << "the tags cleared in the first visit stay cleared (2, 4, 6 keep theirs)";
+  while (claim_one(shard, false)) {
+  }
+  std::sort(ran.begin(), ran.end());
   EXPECT_EQ(ran, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
 }
 

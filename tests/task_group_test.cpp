@@ -3,8 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <future>
 #include <latch>
 #include <memory>
@@ -245,4 +247,122 @@ TEST(TaskGroup, WaitDoesNotReportPostedTasksThatWereCancelledOrDropped) {
   EXPECT_EQ(pool.shutdown(Shutdown::drop), 2u);  // the cancelled entry's pool task and this one
   xthread_test::HangGuard guard("TaskGroup::wait() after shutdown(drop)");
   EXPECT_NO_THROW(group.wait());
+}
+
+// ---- cancel() finds the group's tasks in the pool's queues ------------------------------------------
+
+namespace {
+/// The three kinds of task a group queues: a small trivially copyable callable (queued inline in the
+/// pool's task), a large one and one that owns something (each in an entry of its own).
+struct Kinds {
+  std::atomic<int>& ran;
+  std::shared_ptr<int> token;  // owned by every non-trivial callable: use_count() - 1 of them are alive
+
+  void post_each(TaskGroup& group) const {
+    std::atomic<int>* counter = &ran;
+    ASSERT_TRUE(group.post([counter] { counter->fetch_add(1); }));
+    ASSERT_TRUE(group.post([counter, pad = std::array<char, 40>{}] { counter->fetch_add(1 + pad[0]); }));
+    ASSERT_TRUE(group.post([counter, owned = token] { counter->fetch_add(1); }));
+  }
+};
+}  // namespace
+
+// Promise (cancel): cancel() drops every unstarted task of the group wherever the pool holds it — an
+// outside post waiting in the inbox, one a worker already moved to its ready queue, one a task of the
+// group posted from the worker (its local queue) — of every kind, destroys their callables before it
+// returns, and touches no other task: another group's and plain pool tasks still run.
+TEST(TaskGroup, CancelFindsTheGroupsTasksInEveryQueueOfThePoolAndNoOthers) {
+  ThreadPool pool{1};
+  TaskGroup group{pool};
+  TaskGroup other{pool};
+  std::atomic<int> ran{0};
+  std::atomic<int> others_ran{0};
+  const Kinds kinds{ran, std::make_shared<int>(0)};
+  const Kinds other_kinds{others_ran, std::make_shared<int>(0)};
+  std::latch blocked{1};
+  std::latch release{1};
+  std::vector<xthread::Future<int>> futures;
+  pool.pause();
+  // The worker's first claim moves all of these from the inbox to its ready queue, then runs the
+  // blocker, which posts more from the worker: those go to the worker's local queue.
+  ASSERT_TRUE(group.post([&] {
+    kinds.post_each(group);          // local
+    other_kinds.post_each(other);    // local
+    futures.push_back(group.submit([] { return 1; }));
+    blocked.count_down();
+    release.wait();
+  }));
+  kinds.post_each(group);        // ready
+  other_kinds.post_each(other);  // ready
+  ASSERT_TRUE(pool.post([&] { others_ran.fetch_add(1); }));
+  pool.resume();
+  blocked.wait();
+  kinds.post_each(group);        // inbox
+  other_kinds.post_each(other);  // inbox
+  futures.push_back(group.submit([] { return 2; }));
+  EXPECT_EQ(group.cancel(), 3u * 3u + 2u) << "three kinds in each of three queues, and two submits";
+  EXPECT_EQ(kinds.token.use_count(), 1) << "the cancelled callables were destroyed inside cancel()";
+  for (auto& future : futures) EXPECT_THROW(future.get(), ClosedError);
+  EXPECT_EQ(group.cancel(), 0u);
+  release.count_down();
+  {
+    xthread_test::HangGuard guard("TaskGroup::wait() after cancel() found tasks in every queue");
+    group.wait();
+    other.wait();
+    pool.wait_idle();
+  }
+  EXPECT_EQ(ran.load(), 0) << "no cancelled task ran";
+  EXPECT_EQ(others_ran.load(), 3 * 3 + 1) << "the other group's and the plain task ran";
+  EXPECT_EQ(other_kinds.token.use_count(), 1);
+}
+
+// Promise (post, every task ends exactly once): each kind of callable runs, reports its exception to
+// wait(), is refused after shutdown (post returns false, nothing outstanding) and, queued at a
+// shutdown(drop), is destroyed unrun without an error.
+TEST(TaskGroup, EveryKindOfPostedCallableRunsReportsItsErrorAndIsSettledWhenDropped) {
+  auto token = std::make_shared<int>(0);
+  const auto kind = [&token](int which, std::atomic<int>& ran, bool fail) -> std::function<bool(TaskGroup&)> {
+    std::atomic<int>* counter = &ran;
+    switch (which) {
+      case 0:
+        return [counter, fail](TaskGroup& group) {
+          return group.post([counter, fail] {
+            counter->fetch_add(1);
+            if (fail) throw std::runtime_error("small");
+          });
+        };
+      case 1:
+        return [counter, fail](TaskGroup& group) {
+          return group.post([counter, fail, pad = std::array<char, 40>{}] {
+            counter->fetch_add(1 + pad[0]);
+            if (fail) throw std::runtime_error("large");
+          });
+        };
+      default:
+        return [counter, fail, &token](TaskGroup& group) {
+          return group.post([counter, fail, owned = token] {
+            counter->fetch_add(1);
+            if (fail) throw std::runtime_error("owning");
+          });
+        };
+    }
+  };
+  for (int which = 0; which < 3; ++which) {
+    SCOPED_TRACE(which);
+    std::atomic<int> ran{0};
+    ThreadPool pool{2};
+    TaskGroup group{pool};
+    for (int i = 0; i < 50; ++i) ASSERT_TRUE(kind(which, ran, false)(group));
+    ASSERT_TRUE(kind(which, ran, true)(group));
+    EXPECT_THROW(group.wait(), std::runtime_error);
+    EXPECT_EQ(ran.load(), 51);
+    pool.pause();
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(kind(which, ran, true)(group));
+    EXPECT_EQ(pool.shutdown(Shutdown::drop), 10u);
+    EXPECT_FALSE(kind(which, ran, false)(group));
+    xthread_test::HangGuard guard("TaskGroup::wait() after its tasks were dropped or refused");
+    EXPECT_NO_THROW(group.wait());
+    EXPECT_EQ(ran.load(), 51);
+    EXPECT_EQ(token.use_count(), 1);
+  }
 }

@@ -79,6 +79,40 @@ TEST(TaskQueue, DestructionAndClearDestroyEveryQueuedTask) {
 
 // pop_back (a helping wait's own-queue claim): newest first across block boundaries, mixed with
 // pop_front and push_back, destroying each task once; the queue stays usable when emptied from the back.
+// for_each visits exactly the queued tasks, oldest first, across blocks, after pops from both ends,
+// and in place: a change it makes is what pop_front returns later.
+TEST(TaskQueue, ForEachVisitsTheQueuedTasksOldestFirstInPlace) {
+  {
+    Queue queue;
+    std::vector<int> model;  // oldest first
+    int next_in = 0;
+    for (int round = 0; round < 120; ++round) {
+      for (int i = 0; i < round % 7; ++i) {
+        queue.push_back(Tracked{next_in});
+        model.push_back(next_in++);
+      }
+      if (round % 4 == 1 && !queue.empty()) {
+        (void)queue.pop_back();
+        model.pop_back();
+      }
+      if (round % 3 == 0 && !queue.empty()) {
+        (void)queue.pop_front();
+        model.erase(model.begin());
+      }
+      std::vector<int> visited;
+      queue.for_each([&visited](Tracked& task) noexcept { visited.push_back(*task.value); });
+      ASSERT_EQ(visited, model) << "round " << round;
+    }
+    queue.for_each([](Tracked& task) noexcept { *task.value = -*task.value; });
+    for (const int value : model) ASSERT_EQ(*queue.pop_front().value, -value);
+    Queue empty;
+    int calls = 0;
+    empty.for_each([&calls](Tracked&) noexcept { ++calls; });
+    EXPECT_EQ(calls, 0);
+  }
+  EXPECT_EQ(Tracked::live, 0);
+}
+
 TEST(TaskQueue, PopBackTakesTheNewestAcrossBlocksMixedWithPopFront) {
   {
     Queue queue;

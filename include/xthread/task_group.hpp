@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
+#include <new>
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -15,9 +16,7 @@
 
 #include "xthread/detail/block_cache.hpp"
 #include "xthread/detail/helping.hpp"
-#include "xthread/detail/intrusive_list.hpp"
 #include "xthread/detail/parking.hpp"
-#include "xthread/detail/phase_word.hpp"
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/spin_mutex.hpp"
 #include "xthread/detail/thread_annotations.hpp"
@@ -45,9 +44,12 @@ namespace xthread {
 /// waits"), so a task may fork a nested group and wait for it at any pool size. No lock of the group
 /// is held while a task's callable runs or is destroyed. Memory ordering: everything a task did is
 /// visible after wait() returns.
-/// Cost: no allocation for the group itself (it may live on the stack of a task that forks); one block
-/// per task (its callable and the group's bookkeeping together, plus submit()'s Future state), taken
-/// from the calling thread's cache of recently freed blocks when it has one (detail/block_cache.hpp).
+/// Cost: no allocation for the group itself (it may live on the stack of a task that forks). A post()
+/// of a small trivially copyable callable (up to 32 bytes: a lambda capturing references and numbers)
+/// allocates nothing: it is queued in the pool's task itself. Any other post() takes one block, a
+/// submit() two (the group's entry; the callable with its Future state), from the calling thread's
+/// cache of recently freed blocks when it has one (detail/block_cache.hpp). Per task, two atomic steps of the group's own: the count
+/// up in post/submit, down when it ends.
 /// Destruction: the destructor waits for every task of the group (it does not rethrow; call wait()
 /// for errors) and may run as soon as wait() returned. The pool must outlive the group. Not movable:
 /// queued tasks refer to the group.
@@ -73,6 +75,7 @@ class TaskGroup {
     auto [task, future] =
         detail::make_submitted_call(core_, "the task was cancelled or its pool shut down before it ran",
                                     std::forward<F>(f), std::forward<A>(args)...);
+    static_assert(!queued_inline<decltype(task)>());  // its errors go to the Future, never to wait()
     (void)add(std::move(task), false);
     return std::move(future);
   }
@@ -107,88 +110,117 @@ class TaskGroup {
 
   /// Drops every task of the group that has not started (their futures get ClosedError, their
   /// callables are destroyed here) and returns how many. Tasks already running finish. Allocates
-  /// nothing.
+  /// nothing. It finds the tasks in the pool's queues, holding each queue's lock while it looks
+  /// through it: O(tasks queued on the pool), during which that queue's worker takes no task.
   std::size_t cancel() noexcept {
-    Entry* dropped = nullptr;  // chained through `next`, out of the pending list
-    std::size_t count = 0;
-    {
-      detail::SpinLock lock(list_mutex_);
-      for (Entry* entry = pending_; entry != nullptr;) {
-        Entry* const next = entry->next;
-        // Against the Launch's claim of the same entry (run or dropped by the pool); one of them wins.
-        if (entry->phase.move(Phase::pending, Phase::cancelling)) {
-          unlink_locked(*entry);
-          entry->next = dropped;
-          dropped = entry;
-          ++count;
-        }
-        entry = next;
-      }
-    }
-    for (Entry* entry = dropped; entry != nullptr;) {
-      Entry* const next = entry->next;
-      entry->destroy_callable();  // outside the lock: completes submit() futures
-      // The Launch still holds the memory unless it went first (orphaned): then it is ours to free.
-      if (!entry->phase.move(Phase::cancelling, Phase::cancelled)) delete entry;
+    Claimed claimed{this};
+    detail::pool_for_each_unstarted(core_, &claim_unstarted, &claimed);
+    for (Entry* entry = claimed.entries; entry != nullptr;) {
+      Entry* const next = entry->next_cancelled;
+      delete entry;  // the callable with it, outside every lock: completes submit() futures
       entry = next;
     }
-    if (count != 0) finish(count);  // last: the group may be gone once the count reaches zero
-    return count;
+    if (claimed.count != 0) finish(claimed.count);  // last: the group may be gone once the count reaches zero
+    return claimed.count;
   }
 
  private:
-  // A task's phase: pending → running (its Launch won: it runs, or the pool dropped it unrun), or
-  // pending → cancelling (cancel() won, and destroys the callable) → cancelled (cancel() is done; the
-  // Launch frees the entry) or → orphaned (the Launch went first; cancel() frees the entry).
-  enum class Phase : std::uint32_t { pending, running, cancelling, cancelled, orphaned };
-
-  /// One task: its callable and its place in the pending list, in one allocation owned by its Launch
-  /// (or, once orphaned, by cancel()).
+  /// A task that needs more than a small trivially copyable callable (submit(), or a post() of a
+  /// larger or non-trivial callable): the callable in one allocation owned by its Launch (or, once
+  /// cancelled, by cancel()).
   struct Entry : detail::ThreadCached {
     explicit Entry(bool errors) noexcept : report_errors(errors) {}
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
     virtual ~Entry() = default;
     virtual void run() = 0;
-    virtual void destroy_callable() noexcept = 0;
 
-    detail::PhaseWord<Phase> phase{Phase::pending};
     const bool report_errors;  // post(): exceptions go to first_error_
-    // In the pending list (not started, not cancelled); guarded by the group's list_mutex_.
-    Entry* prev = nullptr;
-    Entry* next = nullptr;
+    Entry* next_cancelled = nullptr;  // cancel()'s chain of the entries it claimed
   };
-
-  using PendingList = detail::IntrusiveList<Entry, &Entry::prev, &Entry::next>;
 
   template <class F>
   struct EntryOf final : Entry {
     template <class G>
-    EntryOf(G&& g, bool errors) : Entry(errors), callable(std::in_place, std::forward<G>(g)) {}
-    void run() override { (*callable)(); }
-    void destroy_callable() noexcept override { callable.reset(); }
-    std::optional<F> callable;
+    EntryOf(G&& g, bool errors) : Entry(errors), callable(std::forward<G>(g)) {}
+    void run() override { callable(); }
+    F callable;
   };
 
-  /// What the pool queues for one entry: run, it runs the entry; destroyed unrun (shutdown(drop), a
-  /// refused post, a post that threw), it cancels the entry as cancel() would — so the entry is settled
+  /// The first member of every task the group queues on the pool, whose tag is the group: cancel()
+  /// finds its tasks by the tag and claims one by clearing `group` under the queue's lock, which a
+  /// worker also holds to take it — so of the two exactly one wins, with no atomic step per task.
+  struct Header {
+    TaskGroup* group;  // null once settled (run, or claimed by cancel())
+    Entry* entry;  // an EntryLaunch's entry; null in an InlineLaunch
+  };
+
+  /// What the pool queues for an entry: run, it runs the entry; destroyed unrun (shutdown(drop), a
+  /// refused post, a post that threw), it settles the entry as cancelled — so the entry is settled
   /// whatever the pool does with the task. Two pointers: stored inline in the pool's task.
-  class Launch {
-   public:
-    Launch(Entry* entry, TaskGroup* group) noexcept : entry_(entry), group_(group) {}
-    Launch(Launch&& other) noexcept : entry_(std::exchange(other.entry_, nullptr)), group_(other.group_) {}
-    Launch& operator=(Launch&&) = delete;
-    Launch(const Launch&) = delete;
-    Launch& operator=(const Launch&) = delete;
-    ~Launch() {
-      if (entry_ != nullptr) group_->settle(*entry_, false);
+  struct EntryLaunch {
+    EntryLaunch(TaskGroup* group, Entry* entry) noexcept : header{group, entry} {}
+    EntryLaunch(EntryLaunch&& other) noexcept : header(std::exchange(other.header, Header{nullptr, nullptr})) {}
+    EntryLaunch& operator=(EntryLaunch&&) = delete;
+    EntryLaunch(const EntryLaunch&) = delete;
+    EntryLaunch& operator=(const EntryLaunch&) = delete;
+    ~EntryLaunch() {
+      if (header.group != nullptr) header.group->settle(*header.entry, false);
     }
-    void operator()() noexcept { group_->settle(*std::exchange(entry_, nullptr), true); }
+    void operator()() noexcept {
+      if (header.group != nullptr) std::exchange(header.group, nullptr)->settle(*header.entry, true);
+    }
 
-   private:
-    Entry* entry_;  // null once run (or moved from)
-    TaskGroup* group_;
+    Header header;
   };
+
+  /// A post() of a small trivially copyable callable (a lambda capturing references and numbers) is
+  /// queued as itself, after the header: no allocation. cancel() claims it under the queue's lock
+  /// without running any user code (destroying such a callable does nothing). The callable lives in a
+  /// byte buffer, so the launch is standard-layout (its header at its start) whatever F is (a lambda
+  /// that captures a reference is not standard-layout).
+  template <class F>
+  struct InlineLaunch {
+    InlineLaunch(TaskGroup* group, const F& f) noexcept : header{group, nullptr} {
+      ::new (static_cast<void*>(bytes)) F(f);
+    }
+    InlineLaunch(InlineLaunch&& other) noexcept : header{std::exchange(other.header.group, nullptr), nullptr} {
+      ::new (static_cast<void*>(bytes)) F(other.callable());
+    }
+    InlineLaunch& operator=(InlineLaunch&&) = delete;
+    InlineLaunch(const InlineLaunch&) = delete;
+    InlineLaunch& operator=(const InlineLaunch&) = delete;
+    ~InlineLaunch() {
+      if (header.group != nullptr) header.group->finish(1);  // destroyed unrun: settled as cancelled
+    }
+    void operator()() noexcept {
+      TaskGroup* const group = std::exchange(header.group, nullptr);
+      if (group == nullptr) return;  // cancelled
+      try {
+        callable()();
+      } catch (...) {
+        group->keep_error(detail::callee_exception());  // a ClosedError becomes NestedClosedError
+      }
+      group->finish(1);  // last: the group may be gone once the count reaches zero
+    }
+    F& callable() noexcept { return *std::launder(reinterpret_cast<F*>(bytes)); }
+
+    Header header;
+    alignas(F) unsigned char bytes[sizeof(F)];  // the callable (trivially destructible: never destroyed)
+  };
+
+  /// Callables post() queues inline: trivially copyable (so copying and destroying them runs no user
+  /// code) and small enough for the pool task's inline buffer.
+  template <class F>
+  static constexpr bool queued_inline() noexcept {
+    if constexpr (std::is_trivially_copyable_v<F>) {
+      static_assert(std::is_standard_layout_v<InlineLaunch<F>>);
+      return detail::PoolTask::stores_inline<InlineLaunch<F>>;
+    } else {
+      return false;
+    }
+  }
+  static_assert(std::is_standard_layout_v<EntryLaunch> && detail::PoolTask::stores_inline<EntryLaunch>);
 
   // The outstanding count and who sleeps until it reaches zero, in one word: a finisher learns both
   // from the one atomic step that ends its part, and touches nothing of the group after it (the group
@@ -198,40 +230,40 @@ class TaskGroup {
   static constexpr std::uint32_t kWaiterParked = std::uint32_t{1} << 31;  // a wait sleeps on word_
   static_assert(kMaxOutstanding == kCountMask);
 
-  /// Counts the entry in, lists it, then posts its Launch. Whatever happens to the Launch — run,
-  /// refused (false), dropped, or destroyed by an exception from post — settles the entry exactly
-  /// once, so the count never stays raised.
-  template <class F>
-  bool add(F&& callable, bool report_errors) {
-    Entry* entry = new EntryOf<std::decay_t<F>>(std::forward<F>(callable), report_errors);  // may throw
+  /// Counts one task in; throws std::length_error (nothing counted) at kMaxOutstanding.
+  void count_in() {
     // relaxed: the task reaches a worker through the pool's queue (a release/acquire pair), after this.
     std::uint32_t word = word_.load(std::memory_order_relaxed);
     do {
-      if ((word & kCountMask) == kCountMask) {
-        delete entry;  // destroyed unrun: nothing was added
-        throw std::length_error("xthread::TaskGroup: too many outstanding tasks");
-      }
+      if ((word & kCountMask) == kCountMask) throw std::length_error("xthread::TaskGroup: too many outstanding tasks");
     } while (!word_.compare_exchange_weak(word, word + 1, std::memory_order_relaxed));
-    {
-      detail::SpinLock lock(list_mutex_);
-      PendingList::push_front(pending_, *entry);
-    }
-    return pool_.post(Launch(entry, this));
   }
 
-  /// The Launch's side of an entry: run it (`run`), or settle it unrun because the pool destroyed the
-  /// Launch — unless cancel() got there first.
+  /// Counts the task in, then queues it tagged with the group. Whatever happens to the queued task —
+  /// run, refused (false), dropped, claimed by cancel(), or destroyed by an exception from the queue —
+  /// settles it exactly once, so the count never stays raised.
+  template <class F>
+  bool add(F&& callable, bool report_errors) {
+    using Callable = std::decay_t<F>;
+    if constexpr (queued_inline<Callable>()) {
+      const Callable copy(std::forward<F>(callable));  // trivially copyable: cannot throw
+      count_in();
+      return pool_.enqueue(detail::PoolTask(this, InlineLaunch<Callable>(this, copy)));
+    } else {
+      Entry* entry = new EntryOf<Callable>(std::forward<F>(callable), report_errors);  // may throw
+      try {
+        count_in();
+      } catch (...) {
+        delete entry;  // destroyed unrun: nothing was added
+        throw;
+      }
+      return pool_.enqueue(detail::PoolTask(this, EntryLaunch(this, entry)));
+    }
+  }
+
+  /// An EntryLaunch's side of its entry: run it (`run`), or settle it unrun because the pool destroyed
+  /// the Launch.
   void settle(Entry& entry, bool run) noexcept {
-    // Against cancel(); exactly one of them wins.
-    if (!entry.phase.move(Phase::pending, Phase::running)) {
-      // cancel() won and settled the task. It frees the entry if it is still destroying the callable.
-      if (!entry.phase.move(Phase::cancelling, Phase::orphaned)) delete &entry;
-      return;
-    }
-    {
-      detail::SpinLock lock(list_mutex_);
-      unlink_locked(entry);
-    }
     if (run) {
       try {
         entry.run();
@@ -242,10 +274,29 @@ class TaskGroup {
       }
     }
     delete &entry;  // the callable with it: outside every lock
-    finish(1);      // last: the group may be gone once the count reaches zero
+    finish(1);  // last: the group may be gone once the count reaches zero
   }
 
-  void unlink_locked(Entry& entry) noexcept XTHREAD_REQUIRES(list_mutex_) { PendingList::unlink(pending_, entry); }
+  /// What cancel() collects while it looks through the pool's queues.
+  struct Claimed {
+    TaskGroup* group;
+    Entry* entries = nullptr;  // the claimed entries, chained through next_cancelled
+    std::size_t count = 0;
+  };
+
+  /// cancel()'s visitor, under the lock of the queue holding `task`: claims the group's tasks.
+  static void claim_unstarted(detail::PoolTask& task, void* context) noexcept {
+    auto& claimed = *static_cast<Claimed*>(context);
+    if (task.tag() != claimed.group) return;
+    Header& header = task.inline_prefix<Header>();
+    header.group = nullptr;  // the task now does nothing when run or destroyed
+    task.clear_tag();
+    if (header.entry != nullptr) {
+      header.entry->next_cancelled = claimed.entries;
+      claimed.entries = std::exchange(header.entry, nullptr);
+    }
+    ++claimed.count;
+  }
 
   void keep_error(std::exception_ptr error) noexcept {
     detail::SpinLock lock(error_mutex_);
@@ -315,8 +366,6 @@ class TaskGroup {
   ThreadPool& pool_;
   detail::PoolCore* const core_;  // the pool's engine: helping waits, the Futures of submit()
   std::atomic<std::uint32_t> word_{0};  // outstanding count | kHelperParked | kWaiterParked (futex word)
-  detail::SpinMutex list_mutex_;
-  Entry* pending_ XTHREAD_GUARDED_BY(list_mutex_) = nullptr;  // not started, not cancelled
   std::atomic<bool> has_error_{false};  // first_error_ is set
   detail::SpinMutex error_mutex_;
   std::exception_ptr first_error_ XTHREAD_GUARDED_BY(error_mutex_);

@@ -40,6 +40,18 @@ namespace detail {
 class PoolCore;
 class PoolHop;  // xthread/schedule.hpp
 using PoolTask = UniqueFunction<void(), 48>;
+static_assert(sizeof(PoolTask) == 64, "a pool task is one cache line (the tag sits in padding)");
+
+/// A visitor of queued pool tasks (see pool_for_each_unstarted).
+using PoolTaskVisitor = void (*)(PoolTask& task, void* context) noexcept;
+
+/// Calls visit(task, context) for every task queued on `pool` that no worker has taken yet, in place
+/// (visit may change the task but not queue or take one). Each shard's queues are visited holding its
+/// locks: no task being visited starts, moves or is dropped meanwhile, and every task queued before
+/// the call and not taken by then is visited. `visit` runs under the pool's locks: it must not block,
+/// allocate, run user code or call the pool. O(queued tasks), which hold up the workers meanwhile
+/// (TaskGroup::cancel). Any thread.
+void pool_for_each_unstarted(PoolCore* pool, PoolTaskVisitor visit, void* context) noexcept;
 
 /// Shared by the caller and the helper tasks of one parallel_for.
 struct ParallelFor {

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <cstdio>
 #include <latch>
 #include <memory>
 #include <thread>
@@ -113,4 +115,71 @@ TEST(TaskGroupStress, AGroupFreedRightAfterWaitIsNotTouchedByItsLastFinisher) {
   });
   std::printf("[stress] task group freed after wait: %llu tasks ran, %llu cancelled\n",
               static_cast<unsigned long long>(ran.load()), static_cast<unsigned long long>(cancelled));
+}
+
+namespace {
+/// One fork-join tree of a round: every node counts itself and forks two children until `depth` 0.
+/// Even depths post a small trivially copyable callable (queued inline in the pool's task), odd ones
+/// one that owns a shared_ptr (an entry of its own), so cancel() meets both kinds in every queue.
+struct Tree {
+  xthread::TaskGroup& group;
+  std::atomic<std::uint64_t> posted{0};
+  std::atomic<std::uint64_t> ran{0};
+  std::shared_ptr<int> token = std::make_shared<int>(0);
+
+  void fork(int depth) {
+    posted.fetch_add(1, std::memory_order_relaxed);  // before the post: ran never passes posted
+    Tree* const tree = this;
+    bool accepted = false;
+    if (depth % 2 == 0) {
+      accepted = group.post([tree, depth] { tree->node(depth); });
+    } else {
+      accepted = group.post([tree, depth, owned = token] { tree->node(depth); });
+    }
+    EXPECT_TRUE(accepted);
+  }
+  void node(int depth) {
+    ran.fetch_add(1, std::memory_order_relaxed);
+    if (depth == 0) return;
+    fork(depth - 1);
+    fork(depth - 1);
+  }
+};
+}  // namespace
+
+// Promise (cancel, every task ends exactly once): cancel() from another thread, racing workers that run
+// a growing fork-join tree of the group and post its children from the pool (their local queues),
+// thieves and the inbox, claims each unstarted task exactly once: every posted task either ran or was
+// counted by one cancel(), the callables of the cancelled ones are destroyed, and wait() returns.
+// Three workers on two CPUs, so workers are preempted between a claim and the run.
+TEST(TaskGroupStress, CancelFromAnotherThreadAgainstAForkingTreeAccountsForEveryTask) {
+  xthread_stress::Watchdog watchdog("task group cancel vs forking tree");
+  xthread::ThreadPool pool{3};
+  std::uint64_t total_cancelled = 0;
+  std::uint64_t total_ran = 0;
+  xthread_stress::run_rounds("task group: cancel vs a forking tree", xthread_stress::Limits::scaled(3'000), watchdog,
+                             [&](std::uint64_t round) {
+    xthread::TaskGroup group{pool};
+    Tree tree{group};
+    std::atomic<std::uint64_t> cancelled{0};
+    std::latch go{1};
+    std::thread canceller([&] {
+      go.wait();
+      for (std::uint64_t i = 0; i < 1 + round % 4; ++i) {
+        cancelled.fetch_add(group.cancel(), std::memory_order_relaxed);
+        std::this_thread::yield();
+      }
+    });
+    tree.fork(static_cast<int>(4 + round % 5));  // 31 to 511 tasks if nothing is cancelled
+    go.count_down();
+    canceller.join();
+    group.wait();
+    ASSERT_EQ(tree.ran.load() + cancelled.load(), tree.posted.load()) << "round " << round;
+    ASSERT_EQ(tree.token.use_count(), 1) << "round " << round << ": a callable outlived its task";
+    total_cancelled += cancelled.load();
+    total_ran += tree.ran.load();
+  });
+  EXPECT_GT(total_cancelled, 0u) << "cancel() never found a task: the race was not exercised";
+  std::printf("[stress] task group cancel vs forking tree: %llu tasks ran, %llu cancelled\n",
+              static_cast<unsigned long long>(total_ran), static_cast<unsigned long long>(total_cancelled));
 }

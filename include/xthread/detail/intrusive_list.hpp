@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/intrusive_list.hpp — the doubly linked list through two pointer members of its nodes
-// (a TaskGroup's pending tasks, the wait graph's blocked threads): O(1) insert at the head and unlink
+// (the wait graph's blocked threads): O(1) insert at the head and unlink
 // of any node, no allocation.
 #pragma once
 

@@ -107,6 +107,23 @@ class TaskQueue {
     return task;
   }
 
+  /// Calls visit(task) for every queued task, oldest first, with the task in place (visit may change
+  /// it, but must not push or pop).
+  template <class Visit>
+  void for_each(Visit&& visit) noexcept(noexcept(visit(std::declval<Task&>()))) {
+    Block* block = head_;
+    std::size_t index = head_index_;
+    // Every block from the head to the tail is full but the head's slots before head_index_ and the
+    // tail's from tail_index_ on: count_ slots from the head's first task on.
+    for (std::size_t left = count_; left != 0; --left, ++index) {
+      if (index == kBlockTasks) {
+        block = block->next;
+        index = 0;
+      }
+      visit(*block->slot(index));
+    }
+  }
+
   /// Destroys every queued task (in FIFO order).
   void clear() noexcept {
     while (!empty()) (void)pop_front();

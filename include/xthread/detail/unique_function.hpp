@@ -36,6 +36,14 @@ class UniqueFunction<R(Args...), InlineBytes> {
     }
   }
 
+  /// As above, with a tag (see tag()).
+  template <
+      class F, class Stored = std::decay_t<F>,
+      class = std::enable_if_t<!std::is_same_v<Stored, UniqueFunction> && std::is_invocable_r_v<R, Stored&, Args...>>>
+  UniqueFunction(const void* tag, F&& callable) : UniqueFunction(std::forward<F>(callable)) {
+    tag_ = tag;
+  }
+
   UniqueFunction(UniqueFunction&& other) noexcept { take(other); }
   UniqueFunction& operator=(UniqueFunction&& other) noexcept {
     if (this != &other) {
@@ -57,6 +65,28 @@ class UniqueFunction<R(Args...), InlineBytes> {
       operations_->destroy(storage_);
       operations_ = nullptr;
     }
+    tag_ = nullptr;
+  }
+
+  /// True when a callable of type Stored lives inline (no allocation; see the class comment).
+  template <class Stored>
+  static constexpr bool stores_inline = sizeof(Stored) <= InlineBytes && alignof(Stored) <= alignof(std::max_align_t) &&
+                                        std::is_nothrow_move_constructible_v<Stored>;
+
+  /// The word given to the constructor (null if none), moved with the callable and cleared by reset():
+  /// lets the code that made a function find it again among others (TaskGroup::cancel finds its
+  /// tasks in a ThreadPool's queues). With the default 48 inline bytes it sits in what would be
+  /// padding: the object stays 64 bytes.
+  [[nodiscard]] const void* tag() const noexcept { return tag_; }
+  /// Forgets the tag (the callable stays).
+  void clear_tag() noexcept { tag_ = nullptr; }
+
+  /// The first member of the callable, when the callable is stored inline and is a standard-layout
+  /// type whose first member is a T. Only the code that made the function knows that (by its tag).
+  template <class T>
+  [[nodiscard]] T& inline_prefix() noexcept {
+    // A standard-layout object is pointer-interconvertible with its first member.
+    return *std::launder(reinterpret_cast<T*>(storage_));
   }
 
  private:
@@ -65,10 +95,6 @@ class UniqueFunction<R(Args...), InlineBytes> {
     void (*relocate)(void* from, void* to) noexcept;  // move-construct into `to`, destroy `from`
     void (*destroy)(void* storage) noexcept;
   };
-
-  template <class Stored>
-  static constexpr bool stores_inline = sizeof(Stored) <= InlineBytes && alignof(Stored) <= alignof(std::max_align_t) &&
-                                        std::is_nothrow_move_constructible_v<Stored>;
 
   template <class Stored>
   static constexpr Operations inline_operations{[](void* storage, Args&&... args) -> R {
@@ -92,10 +118,12 @@ class UniqueFunction<R(Args...), InlineBytes> {
       operations_ = other.operations_;
       other.operations_ = nullptr;
     }
+    tag_ = std::exchange(other.tag_, nullptr);
   }
 
   alignas(std::max_align_t) unsigned char storage_[InlineBytes];
   const Operations* operations_ = nullptr;
+  const void* tag_ = nullptr;
 };
 
 }  // namespace xthread::detail
