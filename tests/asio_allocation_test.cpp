@@ -55,7 +55,7 @@ TEST(AsioAsyncCallAllocations, TheOperationAllocatesOnlyThroughTheHandlersAlloca
   EXPECT_EQ(value, 42);
   value = 0;
   const long allocator_allocations_before = counts.allocations.load();
-  EXPECT_EQ(global_allocations_of(twice, context, with_allocator), 0);
+  EXPECT_EQ(global_allocations_of(twice, context, with_allocator), 0) << xthread_test::counted_allocations();
   EXPECT_EQ(value, 42);
   EXPECT_GE(counts.allocations.load() - allocator_allocations_before, 1);
   EXPECT_EQ(counts.deallocations.load(), counts.allocations.load());

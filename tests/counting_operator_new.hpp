@@ -5,10 +5,14 @@
 // tests/CMakeLists.txt).
 #pragma once
 
+#include <pthread.h>
+
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <new>
+#include <string>
 
 namespace xthread_test {
 /// Allocations seen while `counting` is true — on every thread: a loop's or a worker's allocations on
@@ -16,18 +20,41 @@ namespace xthread_test {
 inline std::atomic<long> allocations{0};
 inline std::atomic<bool> counting{false};
 
-inline void note_allocation() {
-  if (counting.load(std::memory_order_relaxed)) allocations.fetch_add(1, std::memory_order_relaxed);
+/// The first kLogged counted allocations (size, and the pthread that made it), for a failure message:
+/// reset with `allocations`, read with counted_allocations() once counting is off.
+inline constexpr int kLogged = 8;
+inline std::atomic<std::size_t> logged_sizes[kLogged];
+inline std::atomic<unsigned long> logged_threads[kLogged];
+
+inline void note_allocation(std::size_t size) {
+  if (!counting.load(std::memory_order_relaxed)) return;
+  const long index = allocations.fetch_add(1, std::memory_order_relaxed);
+  if (index < kLogged) {
+    logged_sizes[index].store(size, std::memory_order_relaxed);
+    logged_threads[index].store(static_cast<unsigned long>(pthread_self()), std::memory_order_relaxed);
+  }
+}
+
+/// The logged allocations as "size@thread" ("this" for the calling thread), for a failure message.
+inline std::string counted_allocations() {
+  std::string text = "counted allocations (size@thread):";
+  const long count = std::min<long>(allocations.load(), kLogged);
+  for (long i = 0; i < count; ++i) {
+    const bool here = logged_threads[i].load() == static_cast<unsigned long>(pthread_self());
+    text += " " + std::to_string(logged_sizes[i].load()) + "@" +
+            (here ? std::string("this") : std::to_string(logged_threads[i].load() % 100000));
+  }
+  return text;
 }
 }  // namespace xthread_test
 
 void* operator new(std::size_t size) {
-  xthread_test::note_allocation();
+  xthread_test::note_allocation(size);
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
 void* operator new(std::size_t size, std::align_val_t align) {
-  xthread_test::note_allocation();
+  xthread_test::note_allocation(size);
   const std::size_t alignment = static_cast<std::size_t>(align);
   if (void* p = std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment)) return p;
   throw std::bad_alloc();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "test_support.hpp"
@@ -365,4 +366,38 @@ TEST(TaskGroup, EveryKindOfPostedCallableRunsReportsItsErrorAndIsSettledWhenDrop
     EXPECT_EQ(ran.load(), 51);
     EXPECT_EQ(token.use_count(), 1);
   }
+}
+
+namespace {
+/// Trivially copyable (its one eligible constructor, the move, is trivial) but not copy-constructible:
+/// post() cannot copy it into the pool's task, so it takes an entry.
+struct MoveOnlyTrivial {
+  std::atomic<int>* ran;
+  explicit MoveOnlyTrivial(std::atomic<int>* counter) noexcept : ran(counter) {}
+  MoveOnlyTrivial(const MoveOnlyTrivial&) = delete;
+  MoveOnlyTrivial(MoveOnlyTrivial&&) = default;
+  MoveOnlyTrivial& operator=(const MoveOnlyTrivial&) = delete;
+  MoveOnlyTrivial& operator=(MoveOnlyTrivial&&) = default;
+  ~MoveOnlyTrivial() = default;
+  void operator()() const { ran->fetch_add(1); }
+};
+static_assert(std::is_trivially_copyable_v<MoveOnlyTrivial> && !std::is_copy_constructible_v<MoveOnlyTrivial>);
+}  // namespace
+
+// Promise (post accepts any callable that can be moved): a trivially copyable callable that cannot be
+// copied is posted, runs, and is cancelled like any other.
+TEST(TaskGroup, AMoveOnlyTriviallyCopyableCallableIsPostedRunAndCancelled) {
+  ThreadPool pool{1};
+  TaskGroup group{pool};
+  std::atomic<int> ran{0};
+  ASSERT_TRUE(group.post(MoveOnlyTrivial(&ran)));
+  group.wait();
+  EXPECT_EQ(ran.load(), 1);
+  pool.pause();
+  ASSERT_TRUE(group.post(MoveOnlyTrivial(&ran)));
+  EXPECT_EQ(group.cancel(), 1u);
+  group.wait();
+  pool.resume();
+  pool.wait_idle();
+  EXPECT_EQ(ran.load(), 1);
 }

@@ -77,8 +77,6 @@ TEST(TaskQueue, DestructionAndClearDestroyEveryQueuedTask) {
   EXPECT_EQ(Tracked::live, 0);
 }
 
-// pop_back (a helping wait's own-queue claim): newest first across block boundaries, mixed with
-// pop_front and push_back, destroying each task once; the queue stays usable when emptied from the back.
 // for_each visits exactly the queued tasks, oldest first, across blocks, after pops from both ends,
 // and in place: a change it makes is what pop_front returns later.
 TEST(TaskQueue, ForEachVisitsTheQueuedTasksOldestFirstInPlace) {
@@ -113,6 +111,8 @@ TEST(TaskQueue, ForEachVisitsTheQueuedTasksOldestFirstInPlace) {
   EXPECT_EQ(Tracked::live, 0);
 }
 
+// pop_back (a helping wait's own-queue claim): newest first across block boundaries, mixed with
+// pop_front and push_back, destroying each task once; the queue stays usable when emptied from the back.
 TEST(TaskQueue, PopBackTakesTheNewestAcrossBlocksMixedWithPopFront) {
   {
     Queue queue;

@@ -67,6 +67,12 @@ TEST(UniqueFunction, InlinePrefixIsTheStoredCallablesFirstMember) {
   EXPECT_EQ(moved(), 6);
 }
 
-TEST(UniqueFunction, TheTagCostsThePoolsTaskNoSpace) { EXPECT_EQ(sizeof(Function), 64u); }
+TEST(UniqueFunction, TheTagCostsThePoolsTaskNoSpace) {
+  if constexpr (sizeof(void*) == 8) {
+    EXPECT_EQ(sizeof(Function), 64u);  // 48 inline bytes, the operations pointer, the tag: one cache line
+  } else {
+    GTEST_SKIP() << "the 64-byte layout is the 64-bit targets'";
+  }
+}
 
 }  // namespace

@@ -7,6 +7,9 @@
 //       --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true  (one command line)
 #include <benchmark/benchmark.h>
 
+#include <chrono>
+#include <cstddef>
+
 #include "xthread/task_group.hpp"
 #include "xthread/thread_pool.hpp"
 
@@ -59,6 +62,33 @@ void ForkJoinFib_xthread_task_group(benchmark::State& state) {
   run_fib(state, pool, fib_group);
 }
 BENCHMARK(ForkJoinFib_xthread_task_group)->Unit(benchmark::kMillisecond)->MeasureProcessCPUTime()->UseRealTime();
+
+// TaskGroup::cancel() walks the pool's queues (docs/thread-pool.md, "TaskGroup v3"): its time per queued
+// task, with range(0) tasks queued on a paused pool, one in ten of them the group's (cancelled, the rest
+// left). Only cancel() is timed (manual time).
+//
+//   ./xthread-micro --benchmark_filter=TaskGroupCancel --benchmark_repetitions=7
+void TaskGroupCancel(benchmark::State& state) {
+  const auto queued = static_cast<std::size_t>(state.range(0));
+  for (auto _ : state) {
+    xthread::ThreadPool pool{kThreads};
+    pool.pause();
+    xthread::TaskGroup group{pool};
+    for (std::size_t i = 0; i < queued; ++i) {
+      const bool posted = i % 10 == 0 ? group.post([] {}) : pool.post([] {});
+      if (!posted) state.SkipWithError("post refused");
+    }
+    const auto start = std::chrono::steady_clock::now();
+    const std::size_t cancelled = group.cancel();
+    state.SetIterationTime(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (cancelled != (queued + 9) / 10) state.SkipWithError("wrong cancel count");
+    pool.resume();
+    pool.wait_idle();
+  }
+  state.counters["ns_per_queued_task"] = benchmark::Counter(
+      static_cast<double>(queued), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(TaskGroupCancel)->Arg(1'000)->Arg(100'000)->UseManualTime()->Iterations(50);
 
 #if XTHREAD_MICRO_WITH_TBB
 long fib_tbb(int n) {

@@ -9,7 +9,6 @@
 #include <cstdint>
 #include <exception>
 #include <new>
-#include <optional>
 #include <stdexcept>
 #include <type_traits>
 #include <utility>
@@ -109,9 +108,13 @@ class TaskGroup {
   }
 
   /// Drops every task of the group that has not started (their futures get ClosedError, their
-  /// callables are destroyed here) and returns how many. Tasks already running finish. Allocates
-  /// nothing. It finds the tasks in the pool's queues, holding each queue's lock while it looks
-  /// through it: O(tasks queued on the pool), during which that queue's worker takes no task.
+  /// callables are destroyed here) and returns how many. Tasks already running finish. It finds the
+  /// tasks in the pool's queues, holding each shard's two locks while it looks through that shard's
+  /// queues: O(tasks queued on the pool), during which that shard's worker, thieves and outside
+  /// producers posting to it wait. The walk allocates nothing; a cancelled submit()'s Future gets
+  /// its ClosedError as an exception_ptr (made when the callable is destroyed, outside the locks). A
+  /// cancelled task stays in its queue, inert, until a worker reaches it: the pool still counts it
+  /// (ThreadPool::Stats::pending, and shutdown(Shutdown::drop)'s count).
   std::size_t cancel() noexcept {
     Claimed claimed{this};
     detail::pool_for_each_unstarted(core_, &claim_unstarted, &claimed);
@@ -209,11 +212,11 @@ class TaskGroup {
     alignas(F) unsigned char bytes[sizeof(F)];  // the callable (trivially destructible: never destroyed)
   };
 
-  /// Callables post() queues inline: trivially copyable (so copying and destroying them runs no user
-  /// code) and small enough for the pool task's inline buffer.
+  /// Callables post() queues inline: trivially copyable and trivially copy-constructible (so copying
+  /// and destroying them runs no user code) and small enough for the pool task's inline buffer.
   template <class F>
   static constexpr bool queued_inline() noexcept {
-    if constexpr (std::is_trivially_copyable_v<F>) {
+    if constexpr (std::is_trivially_copyable_v<F> && std::is_trivially_copy_constructible_v<F>) {
       static_assert(std::is_standard_layout_v<InlineLaunch<F>>);
       return detail::PoolTask::stores_inline<InlineLaunch<F>>;
     } else {

@@ -40,7 +40,7 @@ namespace detail {
 class PoolCore;
 class PoolHop;  // xthread/schedule.hpp
 using PoolTask = UniqueFunction<void(), 48>;
-static_assert(sizeof(PoolTask) == 64, "a pool task is one cache line (the tag sits in padding)");
+static_assert(sizeof(void*) != 8 || sizeof(PoolTask) == 64, "a pool task is one cache line (the tag sits in padding)");
 
 /// A visitor of queued pool tasks (see pool_for_each_unstarted).
 using PoolTaskVisitor = void (*)(PoolTask& task, void* context) noexcept;

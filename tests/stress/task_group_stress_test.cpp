@@ -150,8 +150,8 @@ struct Tree {
 // Promise (cancel, every task ends exactly once): cancel() from another thread, racing workers that run
 // a growing fork-join tree of the group and post its children from the pool (their local queues),
 // thieves and the inbox, claims each unstarted task exactly once: every posted task either ran or was
-// counted by one cancel(), the callables of the cancelled ones are destroyed, and wait() returns.
-// Three workers on two CPUs, so workers are preempted between a claim and the run.
+// counted by one cancel(), no callable outlives wait() (cancelled ones included), and wait() returns.
+// Three workers: on this project's 2-CPU machines, workers are preempted between a claim and the run.
 TEST(TaskGroupStress, CancelFromAnotherThreadAgainstAForkingTreeAccountsForEveryTask) {
   xthread_stress::Watchdog watchdog("task group cancel vs forking tree");
   xthread::ThreadPool pool{3};
