@@ -47,8 +47,8 @@ namespace xthread {
 /// of a small trivially copyable callable (up to 32 bytes: a lambda capturing references and numbers)
 /// allocates nothing: it is queued in the pool's task itself. Any other post() takes one block, a
 /// submit() two (the group's entry; the callable with its Future state), from the calling thread's
-/// cache of recently freed blocks when it has one (detail/block_cache.hpp). Per task, two atomic steps of the group's own: the count
-/// up in post/submit, down when it ends.
+/// cache of recently freed blocks when it has one (detail/block_cache.hpp). Per task, two atomic
+/// steps of the group's own: the count up in post/submit, down when it ends.
 /// Destruction: the destructor waits for every task of the group (it does not rethrow; call wait()
 /// for errors) and may run as soon as wait() returned. The pool must outlive the group. Not movable:
 /// queued tasks refer to the group.

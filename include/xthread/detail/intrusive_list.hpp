@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/intrusive_list.hpp — the doubly linked list through two pointer members of its nodes
-// (the wait graph's blocked threads): O(1) insert at the head and unlink
-// of any node, no allocation.
+// (the wait graph's blocked threads): O(1) insert at the head and unlink of any node, no allocation.
 #pragma once
 
 namespace xthread::detail {

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/phase_word.hpp — the one-word state machine behind every "exactly one party wins"
 // protocol: a timer's start against cancel(), a cancellable task's, a cancellable hop's target against
-// its stop callback. Each phase change out of a contested
-// phase is one compare-and-swap, so of parties racing to move the word out of the same phase exactly
-// one wins, and every later party sees the winner's move.
+// its stop callback. Each phase change out of a contested phase is one compare-and-swap, so of parties
+// racing to move the word out of the same phase exactly one wins, and every later party sees the
+// winner's move.
 #pragma once
 
 #include <atomic>
