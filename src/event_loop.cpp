@@ -33,6 +33,9 @@ void CancellableTask::discard() noexcept {
 namespace xthread::detail {
 
 bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front) noexcept {
+  return core.post(task, priority, at_front) != Posted::closed;
+}
+Posted loop_post_for_reply(LoopCore& core, LoopTask* task, Priority priority, bool at_front) noexcept {
   return core.post(task, priority, at_front);
 }
 bool loop_closed(const LoopCore& core) noexcept { return core.closed(); }
@@ -64,7 +67,7 @@ std::shared_ptr<CancellableTask> loop_post_cancellable(LoopCore& core, UniqueFun
   auto task = std::make_shared<CancellableTask>();
   task->function = std::move(function);
   task->self_while_queued = task;
-  if (core.post(task.get(), priority, false)) return task;
+  if (core.post(task.get(), priority, false) != Posted::closed) return task;
   task->discard();  // closed: the function is destroyed here, and the self-reference goes
   return nullptr;
 }

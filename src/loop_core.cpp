@@ -44,20 +44,21 @@ void LoopCore::publish_locked() noexcept {
   nonempty_.store(queue_.mask() | (timer_inbox_.changed() ? kTimersBit : 0u), std::memory_order_release);
 }
 
-bool LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
+Posted LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
   const std::size_t level = level_of(priority);
   if (monitor_) task->queued_at = SteadyClock::now();  // published to the loop thread by mutex_
   MutexLock lock(mutex_);
-  if (closed_.load(std::memory_order_relaxed)) return false;  // relaxed: written under mutex_
+  if (closed_.load(std::memory_order_relaxed)) return Posted::closed;  // relaxed: written under mutex_
   queue_.push(task, level, at_front);
   // An idle task from another thread may begin a new idle round (one from the loop's own thread,
   // say an idle task re-posting itself, waits for the next wake-up).
   if (level == kIdleLevel && !in_loop_thread()) queue_.allow_idle_round();
   publish_locked();
+  const bool asleep = waker_.asleep();
   const Waker::Wake wake = claim_wake();
   lock.unlock();
   waker_.deliver(wake);
-  return true;
+  return asleep ? Posted::asleep : Posted::running;
 }
 
 EventLoop::Stats LoopCore::stats() const {

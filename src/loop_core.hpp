@@ -42,10 +42,11 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   LoopCore& operator=(const LoopCore&) = delete;
   ~LoopCore();
 
-  /// Any thread. On success the loop owns `task`; on false (loop closed) the caller still does.
+  /// Any thread. Queued unless closed: the loop then owns `task`; on Posted::closed the caller still
+  /// does. Posted::asleep: the loop was parked (or being woken) as the task was queued.
   /// `at_front`: ahead of every task queued at `priority` (also those of a batch the loop is running,
   /// which it hands back after the current task); the latest at_front task runs first.
-  bool post(LoopTask* task, Priority priority, bool at_front = false) noexcept XTHREAD_EXCLUDES(mutex_);
+  Posted post(LoopTask* task, Priority priority, bool at_front = false) noexcept XTHREAD_EXCLUDES(mutex_);
   /// Any thread. Returns false (and marks the timer finished) when the loop is closed.
   bool add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) XTHREAD_EXCLUDES(mutex_);
   /// Any thread (Timer::cancel). See TimerState's phase protocol. True when it won armed → cancelled.

@@ -25,20 +25,24 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::c
     relative.tv_nsec = static_cast<long>(timeout.count() % 1'000'000'000);
     relative_pointer = &relative;
   }
+  note_parking();
   syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, relative_pointer, nullptr,
           0);
 }
 
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  note_handed_over(static_cast<int>(
+      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0)));
 }
 
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 0x7fffffff, nullptr, nullptr, 0);
+  note_handed_over(static_cast<int>(syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE,
+                                            0x7fffffff, nullptr, nullptr, 0)));
 }
 #else
 // Portable fallback: std::atomic wait has no timeout, so a timed wait degrades to a short poll.
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
+  note_parking();
   if (timeout.count() < 0) {
     word.wait(expected, std::memory_order_acquire);
   } else if (word.load(std::memory_order_acquire) == expected) {

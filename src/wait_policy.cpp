@@ -43,6 +43,13 @@ constexpr nanoseconds kLongestWindow{std::chrono::milliseconds{256}};
 /// A preemption this long after the window of the previous one ended counts as the same busy spell.
 constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
 
+/// Threads this thread woke, or answered on its own CPU, since it last parked or idle-polled
+/// (note_handed_over); capped so the sum cannot overflow.
+thread_local int handed_over_count = 0;
+constexpr int kMaxHandedOver = 1 << 16;
+/// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).
+thread_local std::int64_t last_reply_ns = 0;
+
 /// The state every poller shares. Each counter on its own cache line: registering as a reply poller
 /// does not slow an idle loop reading the contention window.
 struct SharedState {
@@ -158,6 +165,10 @@ nanoseconds decide_poll(const WaitInputs& in) noexcept {
   if (in.cpus <= 1 || in.contended) return nanoseconds::zero();
   nanoseconds budget = kIdlePoll;
   if (in.waiter == Waiter::reply) {
+    // A partner that was asleep answers after its wake-up, which the kernel often places on this
+    // CPU: park, and leave it the CPU. Unless this thread is in a streak of calls: then the partner
+    // must be kept awake (it polls only for a waiter that did not park).
+    if (in.partner.asleep && !in.streak) return nanoseconds::zero();
     // CPUs this wait needs: its own, its partner's, and one for every other reply poller (a nested
     // wait's own caller, when it polls, is one of them).
     if (in.reply_pollers + 2 > in.cpus) return nanoseconds::zero();
@@ -168,6 +179,9 @@ nanoseconds decide_poll(const WaitInputs& in) noexcept {
       budget = std::clamp(2 * recent, kReplyFloor, kMaxPoll);  // no overflow: recent <= kMaxPoll
     }
   } else {
+    // It just handed work to a thread that now needs a CPU, often this one (a woken thread, or a
+    // waiter that shares this CPU): park, and leave it the CPU.
+    if (in.handed_over > 0) return nanoseconds::zero();
     // An idle poller waits for any producer: it needs its own CPU, and leaves every poller one.
     if (in.reply_pollers + in.idle_pollers + 1 > in.cpus) return nanoseconds::zero();
   }
@@ -207,6 +221,21 @@ void note_poll_clean() noexcept {
   }
 }
 
+void note_handed_over(int threads) noexcept {
+  if (threads > 0) handed_over_count = std::min(kMaxHandedOver, handed_over_count + std::min(threads, kMaxHandedOver));
+}
+
+void note_parking() noexcept { handed_over_count = 0; }
+
+int handed_over_since_parked() noexcept { return handed_over_count; }
+
+void note_reply_after_park() noexcept { last_reply_ns = ticks(SteadyClock::now()); }
+
+int current_cpu() noexcept {
+  const int cpu = sched_getcpu();  // glibc reads it from rseq (no system call) where the kernel has it
+  return cpu < 0 ? -1 : cpu;
+}
+
 // ---- a poll -----------------------------------------------------------------------------------
 
 PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noexcept : waiter_(waiter) {
@@ -225,6 +254,12 @@ PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noex
   inputs.cpus = usable_cpus();
   inputs.reply_pollers = reply ? before : state.reply_pollers.load(std::memory_order_relaxed);
   inputs.idle_pollers = reply ? state.idle_pollers.load(std::memory_order_relaxed) : before;
+  if (reply) {
+    inputs.streak = last_reply_ns != 0 && ticks(now) - last_reply_ns < kIdlePoll.count();
+  } else {
+    inputs.handed_over = handed_over_count;
+    handed_over_count = 0;  // counted once: by the next idle poll those threads have had their turn
+  }
   inputs.contended = contended_at(now);
   budget_ = decide_poll(inputs);
   if (budget_ <= nanoseconds::zero()) {
@@ -242,6 +277,10 @@ PollSession::~PollSession() {
   SharedState& state = shared();
   (waiter_ == Waiter::reply ? state.reply_pollers : state.idle_pollers).fetch_sub(1, std::memory_order_relaxed);
   if (!preempted_) note_poll_clean();
+}
+
+void PollSession::succeeded() noexcept {
+  if (registered_ && waiter_ == Waiter::reply) last_reply_ns = ticks(last_);
 }
 
 bool PollSession::next() noexcept {

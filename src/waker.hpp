@@ -36,6 +36,11 @@ class Waker {
     wakeups_.fetch_add(1, std::memory_order_relaxed);   // relaxed: a statistic
     return state == kParked ? Wake::futex : Wake::fd;
   }
+  /// The loop is parked, or its host waits on the fd, or it was woken from either and has not yet
+  /// looked at its queues: work queued now runs only after a kernel wake-up.
+  [[nodiscard]] bool asleep() const noexcept {
+    return word_.load(std::memory_order_relaxed) != kRunning;  // relaxed: under the loop's mutex
+  }
   /// The loop is awake and will look at its queues before it sleeps again.
   void set_running() noexcept { word_.store(kRunning, std::memory_order_relaxed); }  // relaxed: under the mutex
   /// The loop is about to park() (counted as a park).

@@ -5,6 +5,7 @@
 // true as soon as the condition holds, false within its bound when it never does, and registers as a
 // poller only while it polls.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "cpu_quota.hpp"
+#include "xthread/detail/parking.hpp"
 #include "xthread/detail/wait_policy.hpp"
 
 namespace {
@@ -107,6 +109,30 @@ TEST(WaitPolicyDecision, IdlePollersStopAtOnePerCpu) {
   in.idle_pollers = 0;
   in.reply_pollers = 2;  // reply pollers hold the CPUs too
   EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+}
+
+TEST(WaitPolicyDecision, AReplyWaiterWhosePartnerWasAsleepParksUnlessItIsInAStreak) {
+  WaitInputs in = reply_on(8);
+  in.partner.recent = microseconds{10};
+  in.partner.asleep = true;
+  EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+  in.streak = true;  // calling again right after a reply: poll, so that the partner stays awake
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+  in.partner.asleep = false;
+  in.streak = false;
+  EXPECT_EQ(decide_poll(in), microseconds{20});
+}
+
+TEST(WaitPolicyDecision, AnIdleWaiterThatJustHandedOverParksAtOnceOnAnyMachine) {
+  for (const Waiter waiter : {Waiter::loop_idle, Waiter::worker_idle}) {
+    WaitInputs in = idle_on(64, waiter);
+    EXPECT_EQ(decide_poll(in), microseconds{20});
+    in.handed_over = 1;
+    EXPECT_EQ(decide_poll(in), nanoseconds::zero());
+  }
+  WaitInputs in = reply_on(64);  // a reply waiter ignores it: its partner is what it waits for
+  in.handed_over = 1;
+  EXPECT_EQ(decide_poll(in), microseconds{4});
 }
 
 TEST(WaitPolicyDecision, ContentionStopsEveryWaiter) {
@@ -255,6 +281,149 @@ TEST(PollBeforePark, ConcurrentPollersAreCountedWhileTheyPollAndNeverMoreThanThe
   const auto state = xthread::detail::wait_policy_state();
   EXPECT_EQ(state.reply_pollers, 0);
   EXPECT_EQ(state.idle_pollers, 0);
+}
+
+// ---- hand-overs and streaks: the thread-local inputs ----------------------------------------------
+
+TEST(HandOver, AWakeThatFoundASleeperCountsUntilTheNextIdlePollAndAParkClearsIt) {
+  using xthread::detail::handed_over_since_parked;
+  std::atomic<std::uint32_t> word{0};
+  std::thread sleeper([&] {
+    while (word.load(std::memory_order_acquire) == 0) xthread::detail::futex_wait(word, 0);
+  });
+  xthread::detail::note_parking();  // start from zero
+  // Wake until a wake finds the sleeper in the kernel (one that comes too early wakes nobody and
+  // counts nothing; the sleeper then waits again).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (handed_over_since_parked() == 0 && std::chrono::steady_clock::now() < deadline) {
+    xthread::detail::futex_wake_one(word);
+    std::this_thread::yield();
+  }
+  EXPECT_EQ(handed_over_since_parked(), 1);
+  word.store(1, std::memory_order_release);
+  xthread::detail::futex_wake_all(word);
+  sleeper.join();
+  xthread::detail::note_parking();
+
+  // The next idle poll parks at once and consumes the count; a reply wait does not consume it.
+  xthread::detail::note_handed_over(2);
+  {
+    const xthread::detail::PollSession reply(Waiter::reply, Partner{}, nanoseconds{-1});
+  }
+  EXPECT_EQ(handed_over_since_parked(), 2);
+  {
+    const xthread::detail::PollSession idle(Waiter::loop_idle, Partner{}, nanoseconds{-1});
+    EXPECT_EQ(idle.budget(), nanoseconds::zero());
+  }
+  EXPECT_EQ(handed_over_since_parked(), 0);
+  // An idle poll after a hand-over: its quick checks and the final check, no poll.
+  for (const Waiter waiter : {Waiter::loop_idle, Waiter::worker_idle}) {
+    xthread::detail::note_handed_over(1);
+    int checks = 0;
+    EXPECT_FALSE(xthread::detail::poll_before_park([&] { return ++checks < 0; }, waiter));
+    EXPECT_EQ(checks, 65);
+    EXPECT_EQ(handed_over_since_parked(), 0);
+  }
+  // A park clears it, even one that returns at once (the word no longer holds the expected value).
+  xthread::detail::note_handed_over(3);
+  xthread::detail::futex_wait(word, 0);
+  EXPECT_EQ(handed_over_since_parked(), 0);
+}
+
+/// Pins the calling thread to one CPU for the scope (so "the same CPU" holds between two reads).
+class PinnedToOneCpu {
+ public:
+  explicit PinnedToOneCpu(int cpu) {
+    CPU_ZERO(&old_);
+    pinned_ = sched_getaffinity(0, sizeof(old_), &old_) == 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = pinned_ && sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+  ~PinnedToOneCpu() {
+    if (pinned_) (void)sched_setaffinity(0, sizeof(old_), &old_);
+  }
+  [[nodiscard]] bool pinned() const { return pinned_; }
+
+ private:
+  cpu_set_t old_{};
+  bool pinned_ = false;
+};
+
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
+}
+
+TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuDoesNot) {
+  using xthread::detail::handed_over_since_parked;
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  {
+    const PinnedToOneCpu pin(cpus[0]);
+    if (!pin.pinned()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+    xthread::detail::OneShotEvent event;  // made by the waiter, on cpus[0]
+    xthread::detail::note_parking();
+    event.set();  // the same CPU: counted
+    EXPECT_EQ(handed_over_since_parked(), 1);
+    xthread::detail::note_parking();
+  }
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other CPU to answer from";
+  std::optional<xthread::detail::OneShotEvent> event;
+  {
+    const PinnedToOneCpu pin(cpus[0]);
+    event.emplace();
+  }
+  int counted = -1;
+  std::thread answerer([&] {
+    const PinnedToOneCpu pin(cpus[1]);
+    if (!pin.pinned()) return;
+    event->set();
+    counted = handed_over_since_parked();
+  });
+  answerer.join();
+  EXPECT_EQ(counted, 0);
+  event->wait();  // set: returns at once
+}
+
+TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJustNow) {
+  // A fresh thread has no last reply: no streak, so one check (the final one) and no poll.
+  std::thread([] {
+    int checks = 0;
+    EXPECT_FALSE(xthread::detail::poll_before_park([&] { return ++checks < 0; }, Waiter::reply,
+                                                   Partner{microseconds{10}, /*asleep=*/true}));
+    EXPECT_EQ(checks, 1);
+    EXPECT_EQ(xthread::detail::wait_policy_state().reply_pollers, 0);
+  }).join();
+  if (xthread::detail::usable_cpus() < 2) GTEST_SKIP() << "one CPU: no wait polls";
+  // Right after a reply that came after a park: a streak, so it polls (unless the machine is
+  // contended, or this thread lost its CPU for more than an idle poll in between: then try again).
+  std::thread([] {
+    bool polled = false;
+    // An earlier test may have left a contention window open (tens of ms): wait it out, bounded.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (!polled && std::chrono::steady_clock::now() < deadline) {
+      if (xthread::detail::wait_policy_state().contended) {
+        std::this_thread::yield();
+        continue;
+      }
+      xthread::detail::note_reply_after_park();
+      int checks = 0;
+      (void)xthread::detail::poll_before_park([&] { return ++checks > 3; }, Waiter::reply,
+                                              Partner{microseconds{10}, /*asleep=*/true});
+      polled = checks > 3;
+    }
+    EXPECT_TRUE(polled);
+  }).join();
 }
 
 }  // namespace

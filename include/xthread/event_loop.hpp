@@ -137,8 +137,9 @@ class SyncInvokeTask final : public LoopTask {
     finish();
   }
   /// Caller thread: blocks until run() or discard() finished, then gives the value or rethrows.
-  R take() {
-    done_.wait();
+  /// `partner`: what the post found (Partner::asleep).
+  R take(Partner partner) {
+    done_.wait(partner);
     return outcome_.take();
   }
 
@@ -202,8 +203,9 @@ class SyncInvokeTask final : public LoopTask {
 ///     queue when a more urgent task is queued, an at_front call of the batch's own priority arrived
 ///     (the rest goes back behind it), the anti-starvation count is reached, a timer is due or was
 ///     added/cancelled, or stop() was called;
-///  5. with nothing to run: poll for new work for up to 20 µs, then park in the kernel until a post,
-///     a timer change, stop(), or the next deadline (hosted: return from run_ready()).
+///  5. with nothing to run: poll for new work for up to 20 µs (not at all after waking a thread or
+///     answering a waiter on its own CPU: docs/waiting.md), then park in the kernel until a post, a
+///     timer change, stop(), or the next deadline (hosted: return from run_ready()).
 ///
 /// Memory ordering: everything a thread did before post() returned true is visible to the task when
 /// it runs. Wake-ups coalesce: a burst of posts to a parked loop wakes it once.
@@ -332,9 +334,10 @@ class EventLoop {
                               "EventLoop::invoke_sync from a loop thread into a loop whose thread is blocked in a "
                               "synchronous call back into the caller's thread (directly or through other loops)");
     detail::SyncInvokeTask<F, R> node(std::forward<F>(function), edge.record());
-    if (!detail::loop_post(*core_, &node, priority)) throw ClosedError("EventLoop stopped");  // edge ends the wait
+    const detail::Posted posted = detail::loop_post_for_reply(*core_, &node, priority);
+    if (posted == detail::Posted::closed) throw ClosedError("EventLoop stopped");  // edge ends the wait
     edge.handed_over();
-    return node.take();
+    return node.take(detail::Partner{std::chrono::nanoseconds{0}, posted == detail::Posted::asleep});
   }
 
   // ---- Coroutines (xthread/coro.hpp; docs/coroutines.md) and schedulers (xthread/execution.hpp) ----

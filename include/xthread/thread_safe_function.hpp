@@ -198,12 +198,13 @@ class ThreadSafeFunction<R(Args...)> {
     // The reply estimate's start; a monitoring call reuses its issue time (one clock read fewer; the
     // estimate then includes a wait for a queue slot, which only a full bounded queue makes long).
     const auto start = state.monitor ? issued : std::chrono::steady_clock::now();
-    if (!detail::loop_post(*state.core, &node, options.priority, options.at_front)) {
+    const detail::Posted posted = detail::loop_post_for_reply(*state.core, &node, options.priority, options.at_front);
+    if (posted == detail::Posted::closed) {
       state.gate.cancel_admission();
       throw ClosedError("EventLoop stopped");
     }
     edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
-    node.done.wait(detail::Partner{state.replies.recent()});
+    node.done.wait(detail::Partner{state.replies.recent(), posted == detail::Posted::asleep});
     const auto woke = std::chrono::steady_clock::now();
     state.replies.record(woke - start);
     record(state, node.times, woke);

@@ -56,9 +56,18 @@ class CancellableTask;  // src/loop_tasks.hpp
 
 // ---- the engine, seen from the public headers (defined in src/event_loop.cpp) ----
 
+/// What a post found (loop_post_for_reply).
+enum class Posted : std::uint8_t {
+  closed,   ///< the loop is closed: nothing was queued, the caller still owns the task
+  running,  ///< queued for a loop that is running or polling
+  asleep,   ///< queued for a loop parked in the kernel or waking from it: the task runs after a wake-up
+};
 /// Any thread. On success the loop owns `task`; on false (loop closed) the caller still does.
 /// `at_front`: ahead of every task queued at `priority` (see LoopCore::post).
 bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front = false) noexcept;
+/// loop_post for a poster that will wait for the task's reply: also says whether the loop was asleep,
+/// which the poster's wait passes on to the wait policy (Partner::asleep).
+Posted loop_post_for_reply(LoopCore& core, LoopTask* task, Priority priority, bool at_front = false) noexcept;
 /// Any thread. True once the loop stopped (acquire: what the stopper did before is visible).
 [[nodiscard]] bool loop_closed(const LoopCore& core) noexcept;
 /// Any thread. True on the loop's thread (inside run()/run_ready(), or its host between calls).

@@ -27,7 +27,14 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
 /// still inside its futex_wake call (that call only uses the address, never the object).
 class OneShotEvent {
  public:
+  /// Made by the thread that will wait() (its CPU now is where it is likely to wait).
+  OneShotEvent() noexcept : waiter_cpu_(current_cpu()) {}
+
   void set() noexcept {
+    // A waiter that shares this CPU (parked or preempted by this very thread) runs only once this
+    // thread stops: its next idle poll should park (note_handed_over). A woken one is noted by
+    // futex_wake_one.
+    if (waiter_cpu_ >= 0 && waiter_cpu_ == current_cpu()) note_handed_over(1);
     // acq_rel: release publishes the setter's writes; acquire is unused but harmless.
     if (state_.exchange(kSet, std::memory_order_acq_rel) == kWaiterParked) futex_wake_one(state_);
   }
@@ -41,6 +48,7 @@ class OneShotEvent {
     // acquire on failure: if the setter won the race, its writes must be visible to us.
     if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) return;
     while (state_.load(std::memory_order_acquire) != kSet) futex_wait(state_, kWaiterParked);
+    note_reply_after_park();
   }
 
  private:
@@ -48,6 +56,7 @@ class OneShotEvent {
   static constexpr std::uint32_t kSet = 1;
   static constexpr std::uint32_t kWaiterParked = 2;
   std::atomic<std::uint32_t> state_{kEmpty};
+  const int waiter_cpu_;  // written before the event is shared (-1: unknown)
 };
 
 }  // namespace xthread::detail

@@ -24,6 +24,9 @@ enum class Waiter : std::uint8_t {
 struct Partner {
   /// Its recent reply time (ReplyEstimate::recent()); zero: unknown. Used by Waiter::reply only.
   std::chrono::nanoseconds recent{0};
+  /// It was parked in the kernel when the request reached it: no reply comes before its wake-up. The
+  /// quick checks are skipped (poll_before_park), and the waiter parks unless it is in a streak.
+  bool asleep = false;
 };
 
 /// The inputs of one decision: the waiter's own, and what the policy measured (see decide_poll).
@@ -35,6 +38,10 @@ struct WaitInputs {
   int cpus = 1;               ///< CPUs this process may use (usable_cpus())
   int reply_pollers = 0;      ///< other threads polling for a reply now
   int idle_pollers = 0;       ///< other threads polling for work now
+  /// Idle waiters: threads it woke, or answered on its own CPU, since it last parked or idle-polled.
+  int handed_over = 0;
+  /// Reply waiters: its previous reply came less than an idle poll ago (a streak of calls).
+  bool streak = false;
   bool contended = false;     ///< a poller recently lost its CPU to another thread
 };
 
@@ -66,6 +73,21 @@ void note_preempted(std::chrono::steady_clock::time_point now) noexcept;
 /// A poll ran its course without losing the CPU: the window shrinks back to its start.
 void note_poll_clean() noexcept;
 
+/// The calling thread woke `threads` parked threads (futex_wake_*), or answered a waiter that shares
+/// its CPU: each needs a CPU now, often this one, so this thread's next idle poll parks at once
+/// (WaitInputs::handed_over) unless it parks first. Thread rule: the calling thread (thread-local).
+void note_handed_over(int threads) noexcept;
+/// The calling thread parks: the threads it handed over to have had their CPUs. Thread rule: the
+/// parking thread.
+void note_parking() noexcept;
+/// The calling thread's count since it last parked or idle-polled, for tests and diagnostics.
+[[nodiscard]] int handed_over_since_parked() noexcept;
+/// The calling thread's reply came after it parked: the start of a streak if it calls again soon
+/// (WaitInputs::streak). Thread rule: the waiting thread (thread-local).
+void note_reply_after_park() noexcept;
+/// The CPU the calling thread runs on, or -1 if unknown. Cheap (rseq), may be stale a moment later.
+[[nodiscard]] int current_cpu() noexcept;
+
 /// Learns a partner's reply time: an exponential moving average over about eight waits. Thread rule:
 /// any thread; races only blur the estimate (relaxed atomics).
 class ReplyEstimate {
@@ -95,6 +117,8 @@ class PollSession {
   /// Between two batches of checks: false when the budget is spent or the thread was preempted;
   /// yields the CPU once the pause-only phase is over.
   [[nodiscard]] bool next() noexcept;
+  /// The condition held during the poll: for a reply waiter, when the reply came (a streak's start).
+  void succeeded() noexcept;
   [[nodiscard]] std::chrono::nanoseconds budget() const noexcept { return budget_; }
 
  private:
@@ -108,8 +132,9 @@ class PollSession {
 };
 
 /// Checks `ready()` a few times without touching shared state (a reply already on its way costs no
-/// more), then polls it for as long as the policy allows. Returns ready()'s last value: the caller
-/// parks when it is false. Never polls longer than kMaxPoll plus one step.
+/// more; skipped when the partner is asleep), then polls it for as long as the policy allows. Returns
+/// ready()'s last value: the caller parks when it is false. Never polls longer than kMaxPoll plus one
+/// step.
 template <class Ready>
 bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
                       std::chrono::nanoseconds limit = std::chrono::nanoseconds{-1}) noexcept {
@@ -121,10 +146,16 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
     }
     return false;
   };
-  if (step()) return true;
+  // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. (An
+  // idle waiter that handed work over keeps them: skipping them too split case 3's chain across CPUs
+  // more often, docs/waiting.md.)
+  if (!(waiter == Waiter::reply && partner.asleep) && step()) return true;
   PollSession session(waiter, partner, limit);
   while (session.next()) {
-    if (step()) return true;
+    if (step()) {
+      session.succeeded();
+      return true;
+    }
   }
   return ready();
 }
