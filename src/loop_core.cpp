@@ -249,6 +249,7 @@ std::size_t LoopCore::run_ready(std::size_t max_tasks) {
     if (ready_locked()) continue;
     // Nothing ready: from now on the first producer writes the fd (claim_wake).
     waker_.set_host_waiting();
+    note_parking();  // the host sleeps next: the threads this one handed over to get their CPUs
     break;
   }
   if (signal_host) waker_.signal_fd();

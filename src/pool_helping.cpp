@@ -89,9 +89,9 @@ void PoolCore::idle_help(Worker& self, const HelpTarget& target, SteadyClock::ti
     if (paused_.load(std::memory_order_seq_cst) || dropping_.load(std::memory_order_seq_cst)) return false;
     return shards_[self.home].unstarted() != 0 || every_worker_bounded();
   };
-  // With nothing to take, a helper polls as an idle worker does (detail/wait_policy.hpp), at most until
+  // With nothing to take, a helper polls as an idle worker does (Waiter::helping), at most until
   // the deadline (saturating_time_left: nanoseconds::max() for none, which is no limit of its own).
-  if (poll_before_park([&] { return target.done(target.target) || takeable(); }, Waiter::worker_idle, Partner{},
+  if (poll_before_park([&] { return target.done(target.target) || takeable(); }, Waiter::helping, Partner{},
                        saturating_time_left(deadline, SteadyClock::now()))) {
     return;
   }

@@ -49,6 +49,8 @@ thread_local int handed_over_count = 0;
 constexpr int kMaxHandedOver = 1 << 16;
 /// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).
 thread_local std::int64_t last_reply_ns = 0;
+/// Its address identifies the thread (current_thread_tag).
+thread_local char thread_tag = 0;
 
 /// The state every poller shares. Each counter on its own cache line: registering as a reply poller
 /// does not slow an idle loop reading the contention window.
@@ -229,7 +231,9 @@ void note_parking() noexcept { handed_over_count = 0; }
 
 int handed_over_since_parked() noexcept { return handed_over_count; }
 
-void note_reply_after_park() noexcept { last_reply_ns = ticks(SteadyClock::now()); }
+void note_reply(SteadyClock::time_point at) noexcept { last_reply_ns = ticks(at); }
+
+const void* current_thread_tag() noexcept { return &thread_tag; }
 
 int current_cpu() noexcept {
   const int cpu = sched_getcpu();  // glibc reads it from rseq (no system call) where the kernel has it
@@ -256,7 +260,7 @@ PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noex
   inputs.idle_pollers = reply ? state.idle_pollers.load(std::memory_order_relaxed) : before;
   if (reply) {
     inputs.streak = last_reply_ns != 0 && ticks(now) - last_reply_ns < kIdlePoll.count();
-  } else {
+  } else if (waiter != Waiter::helping) {
     inputs.handed_over = handed_over_count;
     handed_over_count = 0;  // counted once: by the next idle poll those threads have had their turn
   }
@@ -269,7 +273,8 @@ PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noex
   }
   last_ = now;
   deadline_ = now + budget_;
-  yield_after_ = now + (waiter == Waiter::worker_idle ? kWorkerPauseOnly : nanoseconds::zero());
+  const bool worker = waiter == Waiter::worker_idle || waiter == Waiter::helping;
+  yield_after_ = now + (worker ? kWorkerPauseOnly : nanoseconds::zero());
 }
 
 PollSession::~PollSession() {

@@ -36,8 +36,9 @@ class Waker {
     wakeups_.fetch_add(1, std::memory_order_relaxed);   // relaxed: a statistic
     return state == kParked ? Wake::futex : Wake::fd;
   }
-  /// The loop is parked, or its host waits on the fd, or it was woken from either and has not yet
-  /// looked at its queues: work queued now runs only after a kernel wake-up.
+  /// The loop is not running its queues: parked, its host waiting on the fd, or notified (woken from
+  /// either, or a hosted run_ready() out of budget). Work queued now runs only after a wake-up or the
+  /// host's next run_ready().
   [[nodiscard]] bool asleep() const noexcept {
     return word_.load(std::memory_order_relaxed) != kRunning;  // relaxed: under the loop's mutex
   }

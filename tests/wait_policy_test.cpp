@@ -133,6 +133,7 @@ TEST(WaitPolicyDecision, AnIdleWaiterThatJustHandedOverParksAtOnceOnAnyMachine) 
   WaitInputs in = reply_on(64);  // a reply waiter ignores it: its partner is what it waits for
   in.handed_over = 1;
   EXPECT_EQ(decide_poll(in), microseconds{4});
+  EXPECT_EQ(decide_poll(idle_on(64, Waiter::helping)), microseconds{20});  // its PollSession never sets it
 }
 
 TEST(WaitPolicyDecision, ContentionStopsEveryWaiter) {
@@ -285,6 +286,7 @@ TEST(PollBeforePark, ConcurrentPollersAreCountedWhileTheyPollAndNeverMoreThanThe
 
 // ---- hand-overs and streaks: the thread-local inputs ----------------------------------------------
 
+#if defined(__linux__)  // the portable futex fallback cannot tell whether a wake found a sleeper
 TEST(HandOver, AWakeThatFoundASleeperCountsUntilTheNextIdlePollAndAParkClearsIt) {
   using xthread::detail::handed_over_since_parked;
   std::atomic<std::uint32_t> word{0};
@@ -324,11 +326,22 @@ TEST(HandOver, AWakeThatFoundASleeperCountsUntilTheNextIdlePollAndAParkClearsIt)
     EXPECT_EQ(checks, 65);
     EXPECT_EQ(handed_over_since_parked(), 0);
   }
+  // A helping wait (a worker waiting for its own subtasks) neither reads nor clears it.
+  xthread::detail::note_handed_over(2);
+  {
+    const xthread::detail::PollSession helping(Waiter::helping, Partner{}, nanoseconds{-1});
+  }
+  EXPECT_EQ(handed_over_since_parked(), 2);
+  // An idle poll whose quick checks find work spends it.
+  EXPECT_TRUE(xthread::detail::poll_before_park([] { return true; }, Waiter::loop_idle));
+  EXPECT_EQ(handed_over_since_parked(), 0);
   // A park clears it, even one that returns at once (the word no longer holds the expected value).
   xthread::detail::note_handed_over(3);
   xthread::detail::futex_wait(word, 0);
   EXPECT_EQ(handed_over_since_parked(), 0);
 }
+
+#endif
 
 /// Pins the calling thread to one CPU for the scope (so "the same CPU" holds between two reads).
 class PinnedToOneCpu {
@@ -364,35 +377,44 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuDoesNot) {
+TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoesNot) {
   using xthread::detail::handed_over_since_parked;
   const std::vector<int> cpus = allowed_cpus();
   ASSERT_FALSE(cpus.empty());
+  // The waiter makes its event on cpus[0]; an answerer pinned to `cpu` sets it. -1: could not pin.
+  const auto answered_from = [&](int cpu) {
+    std::optional<xthread::detail::OneShotEvent> event;
+    {
+      const PinnedToOneCpu pin(cpus[0]);
+      if (!pin.pinned()) return -1;
+      event.emplace();
+    }
+    int counted = -1;
+    std::thread answerer([&] {
+      const PinnedToOneCpu pin(cpu);
+      if (!pin.pinned()) return;
+      xthread::detail::note_parking();  // start from zero
+      event->set();
+      counted = handed_over_since_parked();
+    });
+    answerer.join();
+    event->wait();  // set: returns at once
+    return counted;
+  };
+  const int same = answered_from(cpus[0]);
+  if (same < 0) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  EXPECT_EQ(same, 1);
   {
+    // The waiter answering its own event (parallel_for's caller finishing the last chunk) is no
+    // hand-over: nobody else needs the CPU.
     const PinnedToOneCpu pin(cpus[0]);
-    if (!pin.pinned()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
-    xthread::detail::OneShotEvent event;  // made by the waiter, on cpus[0]
+    xthread::detail::OneShotEvent event;
     xthread::detail::note_parking();
-    event.set();  // the same CPU: counted
-    EXPECT_EQ(handed_over_since_parked(), 1);
-    xthread::detail::note_parking();
+    event.set();
+    EXPECT_EQ(handed_over_since_parked(), 0);
   }
   if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other CPU to answer from";
-  std::optional<xthread::detail::OneShotEvent> event;
-  {
-    const PinnedToOneCpu pin(cpus[0]);
-    event.emplace();
-  }
-  int counted = -1;
-  std::thread answerer([&] {
-    const PinnedToOneCpu pin(cpus[1]);
-    if (!pin.pinned()) return;
-    event->set();
-    counted = handed_over_since_parked();
-  });
-  answerer.join();
-  EXPECT_EQ(counted, 0);
-  event->wait();  // set: returns at once
+  EXPECT_EQ(answered_from(cpus[1]), 0);
 }
 
 TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJustNow) {
@@ -416,7 +438,7 @@ TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJust
         std::this_thread::yield();
         continue;
       }
-      xthread::detail::note_reply_after_park();
+      xthread::detail::note_reply(std::chrono::steady_clock::now());
       int checks = 0;
       (void)xthread::detail::poll_before_park([&] { return ++checks > 3; }, Waiter::reply,
                                               Partner{microseconds{10}, /*asleep=*/true});

@@ -109,3 +109,21 @@ TEST(Waker, ThePollEndsWhenWorkShowsUpAndGivesUpAfterItsBudget) {
   EXPECT_FALSE(Waker::poll([] { return false; }, 1h));  // at most the loop's spin budget (20 µs)
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
 }
+
+TEST(Waker, AsleepIsEveryStateButRunningAndAClaimLeavesItAsleep) {
+  // What LoopCore::post reports as Posted::asleep: the word, read under the loop's mutex.
+  Waker waker;
+  EXPECT_FALSE(waker.asleep());  // a new loop counts as running
+  waker.set_parked();
+  EXPECT_TRUE(waker.asleep());
+  EXPECT_EQ(waker.claim(), Waker::Wake::futex);
+  EXPECT_TRUE(waker.asleep());  // notified: woken, not yet at its queues
+  waker.set_running();
+  EXPECT_FALSE(waker.asleep());
+  waker.set_host_waiting();
+  EXPECT_TRUE(waker.asleep());
+  waker.set_notified();
+  EXPECT_TRUE(waker.asleep());
+  waker.set_running();
+  EXPECT_FALSE(waker.asleep());
+}

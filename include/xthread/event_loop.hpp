@@ -203,8 +203,8 @@ class SyncInvokeTask final : public LoopTask {
 ///     queue when a more urgent task is queued, an at_front call of the batch's own priority arrived
 ///     (the rest goes back behind it), the anti-starvation count is reached, a timer is due or was
 ///     added/cancelled, or stop() was called;
-///  5. with nothing to run: poll for new work for up to 20 µs (not at all after waking a thread or
-///     answering a waiter on its own CPU: docs/waiting.md), then park in the kernel until a post, a
+///  5. with nothing to run: poll for new work for up to 20 µs (only a few checks after waking a thread
+///     or answering a waiter on its own CPU: docs/waiting.md), then park in the kernel until a post, a
 ///     timer change, stop(), or the next deadline (hosted: return from run_ready()).
 ///
 /// Memory ordering: everything a thread did before post() returned true is visible to the task when

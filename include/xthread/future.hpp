@@ -114,7 +114,9 @@ class FutureState {
     // Zero for a deadline already past (one check), nanoseconds::max() for none.
     const std::chrono::nanoseconds limit = saturating_time_left(deadline, start);
     const auto record = [&estimate, start] {
-      estimate.record(std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start));
+      const auto now = SteadyClock::now();
+      estimate.record(std::chrono::duration_cast<std::chrono::nanoseconds>(now - start));
+      note_reply(now);
     };
     if (poll_before_park([this] { return ready(); }, Waiter::reply, Partner{estimate.recent()}, limit)) {
       record();

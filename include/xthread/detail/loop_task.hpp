@@ -60,13 +60,16 @@ class CancellableTask;  // src/loop_tasks.hpp
 enum class Posted : std::uint8_t {
   closed,   ///< the loop is closed: nothing was queued, the caller still owns the task
   running,  ///< queued for a loop that is running or polling
-  asleep,   ///< queued for a loop parked in the kernel or waking from it: the task runs after a wake-up
+  asleep,   ///< queued for a loop that was not running its queues: parked, its host waiting on the fd,
+            ///< or notified (a wake-up already claimed, or a host's run_ready() out of budget); it
+            ///< looks at its queues only after a wake-up or the host's next run_ready()
 };
+// (A loop that no thread has entered yet, or that left run() by an exception, counts as running.)
 /// Any thread. On success the loop owns `task`; on false (loop closed) the caller still does.
 /// `at_front`: ahead of every task queued at `priority` (see LoopCore::post).
 bool loop_post(LoopCore& core, LoopTask* task, Priority priority, bool at_front = false) noexcept;
-/// loop_post for a poster that will wait for the task's reply: also says whether the loop was asleep,
-/// which the poster's wait passes on to the wait policy (Partner::asleep).
+/// Any thread. loop_post for a poster that will wait for the task's reply: also says whether the loop
+/// was asleep, which the poster's wait passes on to the wait policy (Partner::asleep).
 Posted loop_post_for_reply(LoopCore& core, LoopTask* task, Priority priority, bool at_front = false) noexcept;
 /// Any thread. True once the loop stopped (acquire: what the stopper did before is visible).
 [[nodiscard]] bool loop_closed(const LoopCore& core) noexcept;

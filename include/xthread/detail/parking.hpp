@@ -27,16 +27,22 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
 /// still inside its futex_wake call (that call only uses the address, never the object).
 class OneShotEvent {
  public:
-  /// Made by the thread that will wait() (its CPU now is where it is likely to wait).
-  OneShotEvent() noexcept : waiter_cpu_(current_cpu()) {}
+  /// Made by the thread that will wait(): its CPU now is where it is likely to wait.
+  OneShotEvent() noexcept : waiter_cpu_(current_cpu()), waiter_(current_thread_tag()) {}
 
   void set() noexcept {
-    // A waiter that shares this CPU (parked or preempted by this very thread) runs only once this
-    // thread stops: its next idle poll should park (note_handed_over). A woken one is noted by
-    // futex_wake_one.
-    if (waiter_cpu_ >= 0 && waiter_cpu_ == current_cpu()) note_handed_over(1);
+    // Copies first: once the exchange is done the waiter may destroy the event.
+    const int waiter_cpu = waiter_cpu_;
+    const void* const waiter = waiter_;
     // acq_rel: release publishes the setter's writes; acquire is unused but harmless.
-    if (state_.exchange(kSet, std::memory_order_acq_rel) == kWaiterParked) futex_wake_one(state_);
+    const std::uint32_t before = state_.exchange(kSet, std::memory_order_acq_rel);
+    if (before == kWaiterParked) {
+      futex_wake_one(state_);  // notes the hand-over (note_handed_over) if it woke the waiter
+    } else if (waiter_cpu >= 0 && waiter != current_thread_tag() && waiter_cpu == current_cpu()) {
+      // A waiter that did not park yet but shares this CPU (preempted by this very thread) runs only
+      // once this thread stops: this thread's next idle poll parks.
+      note_handed_over(1);
+    }
   }
 
   [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }
@@ -46,9 +52,12 @@ class OneShotEvent {
     if (poll_before_park([this] { return is_set(); }, Waiter::reply, partner)) return;
     std::uint32_t expected = kEmpty;
     // acquire on failure: if the setter won the race, its writes must be visible to us.
-    if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) return;
+    if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) {
+      note_reply(std::chrono::steady_clock::now());  // came as the poll ended
+      return;
+    }
     while (state_.load(std::memory_order_acquire) != kSet) futex_wait(state_, kWaiterParked);
-    note_reply_after_park();
+    note_reply(std::chrono::steady_clock::now());
   }
 
  private:
@@ -56,7 +65,8 @@ class OneShotEvent {
   static constexpr std::uint32_t kSet = 1;
   static constexpr std::uint32_t kWaiterParked = 2;
   std::atomic<std::uint32_t> state_{kEmpty};
-  const int waiter_cpu_;  // written before the event is shared (-1: unknown)
+  const int waiter_cpu_;     // written before the event is shared (-1: unknown)
+  const void* const waiter_;  // the waiting thread (current_thread_tag)
 };
 
 }  // namespace xthread::detail

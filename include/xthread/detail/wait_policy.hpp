@@ -18,14 +18,17 @@ enum class Waiter : std::uint8_t {
   reply,        ///< a thread blocked until another thread answers it
   loop_idle,    ///< an event loop with nothing to run, before it parks
   worker_idle,  ///< a pool worker with nothing to claim, before it parks
+  helping,      ///< a pool worker in a helping wait with nothing to take: worker_idle's rules, but it
+                ///< neither reads nor clears the hand-over count (it waits for its own subtasks)
 };
 
 /// What a waiter knows about the thread that will end its wait.
 struct Partner {
   /// Its recent reply time (ReplyEstimate::recent()); zero: unknown. Used by Waiter::reply only.
   std::chrono::nanoseconds recent{0};
-  /// It was parked in the kernel when the request reached it: no reply comes before its wake-up. The
-  /// quick checks are skipped (poll_before_park), and the waiter parks unless it is in a streak.
+  /// It was not running its queues when the request reached it (Posted::asleep: parked, its host
+  /// waiting on the fd, or notified): no reply comes before its wake-up. The quick checks are skipped
+  /// (poll_before_park), and the waiter parks unless it is in a streak. Used by Waiter::reply only.
   bool asleep = false;
 };
 
@@ -38,7 +41,8 @@ struct WaitInputs {
   int cpus = 1;               ///< CPUs this process may use (usable_cpus())
   int reply_pollers = 0;      ///< other threads polling for a reply now
   int idle_pollers = 0;       ///< other threads polling for work now
-  /// Idle waiters: threads it woke, or answered on its own CPU, since it last parked or idle-polled.
+  /// loop_idle and worker_idle: threads it woke, or answered on its own CPU, since it last parked or
+  /// idle-polled.
   int handed_over = 0;
   /// Reply waiters: its previous reply came less than an idle poll ago (a streak of calls).
   bool streak = false;
@@ -73,20 +77,26 @@ void note_preempted(std::chrono::steady_clock::time_point now) noexcept;
 /// A poll ran its course without losing the CPU: the window shrinks back to its start.
 void note_poll_clean() noexcept;
 
-/// The calling thread woke `threads` parked threads (futex_wake_*), or answered a waiter that shares
-/// its CPU: each needs a CPU now, often this one, so this thread's next idle poll parks at once
-/// (WaitInputs::handed_over) unless it parks first. Thread rule: the calling thread (thread-local).
+/// The calling thread woke `threads` parked threads (futex_wake_*; Linux only), or answered a waiter
+/// that shares its CPU: each needs a CPU now, often this one, so this thread's next idle poll
+/// (loop_idle, worker_idle) parks at once (WaitInputs::handed_over). Cleared by that poll, by a park
+/// and by an idle poll's quick checks finding work. Thread rule: the calling thread (thread-local).
 void note_handed_over(int threads) noexcept;
-/// The calling thread parks: the threads it handed over to have had their CPUs. Thread rule: the
-/// parking thread.
+/// The calling thread parks (or its host is about to sleep): the threads it handed over to have had
+/// their CPUs. Thread rule: the parking thread.
 void note_parking() noexcept;
-/// The calling thread's count since it last parked or idle-polled, for tests and diagnostics.
+/// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
+/// calling thread.
 [[nodiscard]] int handed_over_since_parked() noexcept;
-/// The calling thread's reply came after it parked: the start of a streak if it calls again soon
-/// (WaitInputs::streak). Thread rule: the waiting thread (thread-local).
-void note_reply_after_park() noexcept;
-/// The CPU the calling thread runs on, or -1 if unknown. Cheap (rseq), may be stale a moment later.
+/// The calling thread's reply wait ended at `at` after a park (a poll's end is noted by
+/// PollSession::succeeded): a streak if it calls again soon (WaitInputs::streak). Thread rule: the
+/// waiting thread (thread-local).
+void note_reply(std::chrono::steady_clock::time_point at) noexcept;
+/// The CPU the calling thread runs on, or -1 if unknown; may be stale a moment later. No system call
+/// where glibc has registered rseq (glibc 2.35+ on Linux 4.18+), else one. Thread rule: any thread.
 [[nodiscard]] int current_cpu() noexcept;
+/// An address unique to the calling thread while it lives. Thread rule: any thread.
+[[nodiscard]] const void* current_thread_tag() noexcept;
 
 /// Learns a partner's reply time: an exponential moving average over about eight waits. Thread rule:
 /// any thread; races only blur the estimate (relaxed atomics).
@@ -149,7 +159,11 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
   // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. (An
   // idle waiter that handed work over keeps them: skipping them too split case 3's chain across CPUs
   // more often, docs/waiting.md.)
-  if (!(waiter == Waiter::reply && partner.asleep) && step()) return true;
+  if (!(waiter == Waiter::reply && partner.asleep) && step()) {
+    if (waiter == Waiter::loop_idle || waiter == Waiter::worker_idle)
+      note_parking();  // found work: the hand-over is spent
+    return true;
+  }
   PollSession session(waiter, partner, limit);
   while (session.next()) {
     if (step()) {
