@@ -43,7 +43,7 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   ~LoopCore();
 
   /// Any thread. Queued unless closed: the loop then owns `task`; on Posted::closed the caller still
-  /// does. Posted::asleep: the loop was parked (or being woken) as the task was queued.
+  /// does. Posted::asleep: the loop was not running its queues as the task was queued (Waker::asleep).
   /// `at_front`: ahead of every task queued at `priority` (also those of a batch the loop is running,
   /// which it hands back after the current task); the latest at_front task runs first.
   Posted post(LoopTask* task, Priority priority, bool at_front = false) noexcept XTHREAD_EXCLUDES(mutex_);
