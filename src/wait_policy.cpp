@@ -260,7 +260,7 @@ PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noex
   inputs.idle_pollers = reply ? state.idle_pollers.load(std::memory_order_relaxed) : before;
   if (reply) {
     inputs.streak = last_reply_ns != 0 && ticks(now) - last_reply_ns < kIdlePoll.count();
-  } else if (waiter != Waiter::helping) {
+  } else if (reads_hand_overs(waiter)) {
     inputs.handed_over = handed_over_count;
     handed_over_count = 0;  // counted once: by the next idle poll those threads have had their turn
   }

@@ -22,6 +22,12 @@ enum class Waiter : std::uint8_t {
                 ///< neither reads nor clears the hand-over count (it waits for its own subtasks)
 };
 
+/// Whether waiters of this kind read and clear the hand-over count (note_handed_over): idle loops and
+/// idle workers.
+constexpr bool reads_hand_overs(Waiter waiter) noexcept {
+  return waiter == Waiter::loop_idle || waiter == Waiter::worker_idle;
+}
+
 /// What a waiter knows about the thread that will end its wait.
 struct Partner {
   /// Its recent reply time (ReplyEstimate::recent()); zero: unknown. Used by Waiter::reply only.
@@ -82,8 +88,9 @@ void note_poll_clean() noexcept;
 /// (loop_idle, worker_idle) parks at once (WaitInputs::handed_over). Cleared by that poll, by a park
 /// and by an idle poll's quick checks finding work. Thread rule: the calling thread (thread-local).
 void note_handed_over(int threads) noexcept;
-/// The calling thread parks (or its host is about to sleep): the threads it handed over to have had
-/// their CPUs. Thread rule: the parking thread.
+/// Clears the calling thread's hand-over count: it parks, its host is about to sleep, or its idle
+/// poll's quick checks found work. The threads it handed over to have had their CPUs. Thread rule:
+/// the calling thread.
 void note_parking() noexcept;
 /// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
 /// calling thread.
@@ -160,8 +167,7 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
   // idle waiter that handed work over keeps them: skipping them too split case 3's chain across CPUs
   // more often, docs/waiting.md.)
   if (!(waiter == Waiter::reply && partner.asleep) && step()) {
-    if (waiter == Waiter::loop_idle || waiter == Waiter::worker_idle)
-      note_parking();  // found work: the hand-over is spent
+    if (reads_hand_overs(waiter)) note_parking();  // found work: the hand-over is spent
     return true;
   }
   PollSession session(waiter, partner, limit);
