@@ -48,6 +48,10 @@ std::string render_contender_table(const std::vector<XcallPoint>& points);
 // {"xthread", ...}); twins are looked up within a set. Empty when no point has a twin.
 std::string render_case_ratio_table(const std::vector<std::pair<std::string, const std::vector<XcallPoint>*>>& sets);
 
+// (h) where each point's calls ran (XcallPoint::cpu_hops): the share that stayed on one CPU, CPU crossings
+// per call, and the p50 of the calls by their number of crossings. Empty when no point has cpu_hops.
+std::string render_cpu_hops_table(const std::vector<XcallPoint>& points);
+
 std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,
                                   const std::vector<XcallPoint>& node_api_raw = {},
                                   const std::set<std::string>& flagged_loads = {});

@@ -405,6 +405,21 @@ std::string background_line(const BackgroundInfo& b) {
   return out;
 }
 
+namespace {
+
+// A point's condition, the first cells of tables (f) and (h): case, load, payload, work, callers, busy, impl.
+std::vector<std::string> condition_cells(const XcallPoint& p) {
+  return {std::to_string(p.case_id),
+          p.load,
+          p.payload == 10 ? "10" : payload_label(p.payload),
+          work_label(p.work_ns) + (p.hot ? " hot" : ""),
+          std::to_string(p.callers),
+          std::to_string(p.busy_threads),
+          p.implementation};
+}
+
+}  // namespace
+
 std::string render_contender_table(const std::vector<XcallPoint>& points) {
   if (!any_contender_detail(points)) return "";
   const bool hosted =
@@ -440,32 +455,15 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
     const auto rep_p50 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p50; };
     const auto rep_p99 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p99; };
     const auto rep_cpu = [](const XcallRepetition& r) { return r.cpu_us_per_call; };
-    std::vector<std::string> row = {
-        std::to_string(p.case_id),
-        p.load,
-        p.payload == 10 ? "10" : payload_label(p.payload),
-        work_label(p.work_ns) + (p.hot ? " hot" : ""),
-        std::to_string(p.callers),
-        std::to_string(p.busy_threads),
-        p.implementation,
-        std::to_string(p.repetitions.size()),
-        std::to_string(p.calls),
-        "|",
-        us(p.total_us.p50),
-        us(p.total_us.p90),
-        us(p.total_us.p99),
-        us(p.total_us.mean),
-        us(p.cpu_us_per_call),
-        "|",
-        us(repetition_median(p, &Summary::p50)),
-        us(repetition_median(p, &Summary::p99)),
-        us(repetition_cpu_median(p)),
-        "|",
-        vs(p.total_us.p50, xt ? std::optional<double>(xt->total_us.p50) : std::nullopt, rep_p50),
-        vs(p.total_us.p99, xt ? std::optional<double>(xt->total_us.p99) : std::nullopt, rep_p99),
-        vs(p.cpu_us_per_call, xt ? xt->cpu_us_per_call : std::nullopt, rep_cpu),
-        "|",
-        p.busy_cpu_share ? format("%.0f %%", 100 * *p.busy_cpu_share) : "-"};
+    std::vector<std::string> row = condition_cells(p);
+    row.insert(row.end(), {std::to_string(p.repetitions.size()), std::to_string(p.calls), "|", us(p.total_us.p50),
+                           us(p.total_us.p90), us(p.total_us.p99), us(p.total_us.mean), us(p.cpu_us_per_call), "|",
+                           us(repetition_median(p, &Summary::p50)), us(repetition_median(p, &Summary::p99)),
+                           us(repetition_cpu_median(p)), "|",
+                           vs(p.total_us.p50, xt ? std::optional<double>(xt->total_us.p50) : std::nullopt, rep_p50),
+                           vs(p.total_us.p99, xt ? std::optional<double>(xt->total_us.p99) : std::nullopt, rep_p99),
+                           vs(p.cpu_us_per_call, xt ? xt->cpu_us_per_call : std::nullopt, rep_cpu), "|",
+                           p.busy_cpu_share ? format("%.0f %%", 100 * *p.busy_cpu_share) : "-"});
     if (hosted) row.insert(row.begin() + 4, p.host);
     t.row(row);
   }
@@ -606,6 +604,7 @@ std::string render_table(const XcallReport& report) {
     if (const std::string check = render_monitor_check(report.points); !check.empty()) out << check;
     if (const std::string table_f = render_contender_table(report.points); !table_f.empty()) out << "\n" << table_f;
     if (const std::string g = render_case_ratio_table(ratio_sets); !g.empty()) out << "\n" << g;
+    if (const std::string h = render_cpu_hops_table(report.points); !h.empty()) out << "\n" << h;
   } else {
     const HostSets by_host = split_by_host(report.points);
     const auto sets = by_host.sets();
@@ -629,10 +628,52 @@ std::string render_table(const XcallReport& report) {
     out << hosts_table(report);
     if (const std::string table_f = render_contender_table(report.points); !table_f.empty()) out << "\n" << table_f;
     if (const std::string g = render_case_ratio_table({{"xthread", &report.points}}); !g.empty()) out << "\n" << g;
+    if (const std::string h = render_cpu_hops_table(report.points); !h.empty()) out << "\n" << h;
   }
   // The tables say "OH = published ... study 000"; name the study and where its figures are.
   if (!report.priority) out << "OH source: " << study000_citation() << "\n";
   return out.str();
+}
+
+std::string render_cpu_hops_table(const std::vector<XcallPoint>& points) {
+  if (std::none_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.cpu_hops.has_value(); })) {
+    return "";
+  }
+  const bool hosted =
+      std::any_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+  TextTable t;
+  std::vector<std::string> head = {"case", "load",  "payload", "work",           "callers", "busy", "impl",
+                                   "|",    "calls", "one cpu", "crossings/call", "|",       "0",    "1",
+                                   "2",    "3",     "4"};
+  if (hosted) head.insert(head.begin() + 4, "host");
+  t.row(head);
+  t.rule();
+  for (const XcallPoint& p : points) {
+    if (!p.cpu_hops) continue;
+    const CpuHops& h = *p.cpu_hops;
+    std::vector<std::string> row = condition_cells(p);
+    row.insert(row.end(), {"|", std::to_string(h.calls), format("%.0f %%", 100 * h.one_cpu_share),
+                           format("%.2f", h.mean_changes), "|"});
+    for (int c = 0; c <= 4; ++c) {
+      const auto it =
+          std::find_if(h.by_changes.begin(), h.by_changes.end(), [c](const CpuHopsRow& r) { return r.changes == c; });
+      if (c > h.hops) {
+        row.emplace_back("");
+      } else if (it == h.by_changes.end()) {
+        row.emplace_back("-");
+      } else {
+        row.push_back(
+            format("%.1f (%.0f%%)", it->p50_us, 100.0 * static_cast<double>(it->calls) / static_cast<double>(h.calls)));
+      }
+    }
+    if (hosted) row.insert(row.begin() + 4, p.host);
+    t.row(row);
+  }
+  return "(h) where the calls ran: one cpu = calls whose every hand-off stayed on one CPU; crossings = hand-offs\n"
+         "    to another CPU per call (of 2, or 4 for case 3; sched_getcpu at each end); 0..4 = total p50 us of\n"
+         "    the calls with that many crossings (their share). With more runnable threads than CPUs the\n"
+         "    scheduler's placement decides the latency: compare contenders at equal crossings\n" +
+         t.render();
 }
 
 std::string render_combined_table(const std::vector<XcallPoint>& node_api, const std::vector<XcallPoint>& xthread,

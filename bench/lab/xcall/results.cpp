@@ -32,6 +32,31 @@ void XcallPoint::summarize_samples() {
   calls = samples.total_ns.size();
   phases_from = "samples";
   monitor_check.reset();
+  cpu_hops = summarize_cpu_hops(case_id, samples);
+}
+
+std::optional<CpuHops> summarize_cpu_hops(int case_id, const XcallSamples& samples) {
+  if (samples.cpu_changes.empty() || samples.cpu_changes.size() != samples.total_ns.size()) return std::nullopt;
+  CpuHops out;
+  out.hops = case_id == 3 ? 4 : 2;
+  std::vector<std::vector<double>> totals_us(static_cast<std::size_t>(out.hops) + 1);
+  double changes_sum = 0;
+  for (std::size_t i = 0; i < samples.cpu_changes.size(); ++i) {
+    const int changes = samples.cpu_changes[i];
+    if (changes < 0 || changes > out.hops) continue;  // a CPU was unknown
+    ++out.calls;
+    changes_sum += changes;
+    totals_us[static_cast<std::size_t>(changes)].push_back(static_cast<double>(samples.total_ns[i]) / 1000.0);
+  }
+  if (out.calls == 0) return std::nullopt;
+  out.mean_changes = changes_sum / static_cast<double>(out.calls);
+  out.one_cpu_share = static_cast<double>(totals_us[0].size()) / static_cast<double>(out.calls);
+  for (std::size_t c = 0; c < totals_us.size(); ++c) {
+    if (totals_us[c].empty()) continue;
+    const std::size_t n = totals_us[c].size();
+    out.by_changes.push_back(CpuHopsRow{static_cast<int>(c), n, percentile(std::move(totals_us[c]), 50)});
+  }
+  return out;
 }
 
 bool monitor_within(double monitor_us, double lab_us) { return monitor_us <= lab_us + 0.01; }
@@ -80,6 +105,20 @@ void to_json(nlohmann::json& out, const XcallPoint& p) {
         {"execute_ns", p.samples.execute_ns},
         {"notify_ns", p.samples.notify_ns}}},
   };
+  if (!p.samples.cpu_changes.empty()) out["samples"]["cpu_changes"] = p.samples.cpu_changes;
+  out["cpu_hops"] = p.cpu_hops ? nlohmann::json(*p.cpu_hops) : nlohmann::json(nullptr);
+}
+
+void to_json(nlohmann::json& out, const CpuHops& h) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CpuHopsRow& r : h.by_changes) {
+    rows.push_back({{"changes", r.changes}, {"calls", r.calls}, {"p50_us", r.p50_us}});
+  }
+  out = nlohmann::json{{"hops", h.hops},
+                       {"calls", h.calls},
+                       {"mean_changes", h.mean_changes},
+                       {"one_cpu_share", h.one_cpu_share},
+                       {"by_changes", rows}};
 }
 
 void to_json(nlohmann::json& out, const XcallRepetition& r) {
@@ -245,7 +284,21 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
     read("schedule_ns", p.samples.schedule_ns);
     read("execute_ns", p.samples.execute_ns);
     read("notify_ns", p.samples.notify_ns);
+    if (const auto c = it->find("cpu_changes"); c != it->end()) {  // optional key
+      if (!c->is_array()) throw std::runtime_error("key 'samples.cpu_changes' is not an array");
+      for (const auto& v : *c) {
+        if (!v.is_number_integer() || v.get<int>() < -1 || v.get<int>() > 4) {
+          throw std::runtime_error("key 'samples.cpu_changes' holds a value that is not an integer in [-1, 4]");
+        }
+        p.samples.cpu_changes.push_back(static_cast<std::int8_t>(v.get<int>()));
+      }
+      if (p.samples.cpu_changes.size() != p.samples.total_ns.size()) {
+        throw std::runtime_error("key 'samples.cpu_changes' does not have one value per call");
+      }
+    }
   }
+  // Derived from the samples, never read: a file's cpu_hops is what its samples say.
+  p.cpu_hops = summarize_cpu_hops(p.case_id, p.samples);
   return p;
 }
 

@@ -38,6 +38,26 @@ struct XcallSamples {
   std::vector<std::int64_t> schedule_ns;  // issue -> callee starts
   std::vector<std::int64_t> execute_ns;   // callee body
   std::vector<std::int64_t> notify_ns;    // callee returns -> caller resumes
+  // Hand-offs of each call whose two ends ran on different CPUs (sched_getcpu at each end), -1 when a CPU
+  // was unknown; empty for producers that do not record it (the Node-API bridge, files before it).
+  std::vector<std::int8_t> cpu_changes;
+};
+
+// Where a point's calls ran, from XcallSamples::cpu_changes: how often a hand-off crossed to another CPU,
+// and the latency of the calls by that count. On a machine with more runnable threads than CPUs, the
+// scheduler's placement of the study's threads decides the latency (docs/waiting.md); this separates it
+// from the contender's own cost.
+struct CpuHopsRow {
+  int changes = 0;         // hand-offs that crossed CPUs
+  std::size_t calls = 0;   // calls with that many
+  double p50_us = 0;       // their total latency, nearest-rank p50
+};
+struct CpuHops {
+  int hops = 2;                     // hand-offs per call: 2 (cases 1, 2) or 4 (case 3)
+  std::size_t calls = 0;            // calls whose every CPU was known
+  double mean_changes = 0;          // hand-offs per call that crossed CPUs
+  double one_cpu_share = 0;         // calls with none / calls
+  std::vector<CpuHopsRow> by_changes;  // one row per count 0..hops that occurred, in order
 };
 
 // One repetition of a point (--repetitions): one contender's calls of that repetition, all callers together.
@@ -107,8 +127,9 @@ struct XcallPoint {
   std::optional<double> ratio_to_futex_floor;  // total p50 / futex round-trip p50
   std::optional<double> model_us;              // load model, see docs/results-schema.md
   XcallSamples samples;                        // may be empty when read from a file without samples
+  std::optional<CpuHops> cpu_hops;             // from samples.cpu_changes; nullopt without them
 
-  // Fills the four summaries and `calls` from `samples` (phases_from becomes "samples").
+  // Fills the four summaries, `calls` and `cpu_hops` from `samples` (phases_from becomes "samples").
   void summarize_samples();
 };
 
@@ -184,6 +205,9 @@ void to_json(nlohmann::json& out, const XcallRepetition& repetition);
 void to_json(nlohmann::json& out, const PhaseCheck& check);
 void to_json(nlohmann::json& out, const MonitorCheck& check);
 void to_json(nlohmann::json& out, const XcallPoint& point);
+void to_json(nlohmann::json& out, const CpuHops& hops);
+// CpuHops of a case's samples; nullopt when they carry no cpu_changes (or not one per call) or none is known.
+std::optional<CpuHops> summarize_cpu_hops(int case_id, const XcallSamples& samples);
 void to_json(nlohmann::json& out, const LoadInfo& info);
 void to_json(nlohmann::json& out, const PriorityVariant& variant);
 void to_json(nlohmann::json& out, const PriorityStudy& study);

@@ -2,6 +2,7 @@
 #include "xcall/scenario.hpp"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +17,7 @@
 #include <tuple>
 
 #include <pthread.h>
+#include <sched.h>
 
 #include <xthread/xthread.hpp>
 
@@ -31,12 +33,52 @@ using std::chrono::nanoseconds;
 
 // What a callee hands back: the concatenation plus the callee's own steady_clock timestamps taken at
 // entry and just before returning. For case 3 they bracket the whole worker-side function, nested
-// call included.
+// call included. The CPUs (sched_getcpu, -1 when it fails) place every hop of the call: the callee's at
+// entry, and for case 3 (`nested`) the main thread's callee and the worker after the nested call.
 struct Reply {
   std::string text;
   Clock::time_point start;
   Clock::time_point end;
+  int cpu = -1;
+  bool nested = false;
+  int nested_cpu = -1;
+  int end_cpu = -1;
 };
+
+// Case 3's worker-side function around the nested call `call(a, b)` to the main thread.
+template <class Call>
+Reply forward_to_main(Call&& call, std::string a, std::string b) {
+  const int cpu = sched_getcpu();
+  const auto start = Clock::now();
+  Reply reply = call(std::move(a), std::move(b));
+  reply.start = start;
+  reply.end = Clock::now();
+  reply.nested = true;
+  reply.nested_cpu = reply.cpu;
+  reply.cpu = cpu;
+  reply.end_cpu = sched_getcpu();
+  return reply;
+}
+
+// Hops of the call whose two ends ran on different CPUs: caller -> callee -> caller (cases 1, 2), or
+// caller -> worker -> main -> worker -> caller (case 3). -1 when a CPU is unknown.
+std::int8_t cpu_changes(int caller_before, const Reply& reply, int caller_after) {
+  std::array<int, 5> chain{};
+  std::size_t n = 0;
+  chain[n++] = caller_before;
+  chain[n++] = reply.cpu;
+  if (reply.nested) {
+    chain[n++] = reply.nested_cpu;
+    chain[n++] = reply.end_cpu;
+  }
+  chain[n++] = caller_after;
+  std::int8_t changes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (chain[i] < 0) return -1;
+    if (i > 0 && chain[i] != chain[i - 1]) ++changes;
+  }
+  return changes;
+}
 using Concat = xthread::ThreadSafeFunction<Reply(std::string, std::string)>;
 
 std::atomic<std::uint64_t> g_sink{0};  // keeps the Fibonacci results alive
@@ -50,6 +92,7 @@ void busy_wait(Clock::time_point from, nanoseconds work) {
 // The callee of cases 1 and 2 (and the main-thread part of case 3): busy-wait `work`, concatenate.
 Reply concatenate(std::string a, std::string b, nanoseconds work) {
   Reply reply;
+  reply.cpu = sched_getcpu();
   reply.start = Clock::now();
   busy_wait(reply.start, work);
   reply.text.reserve(a.size() + b.size());
@@ -226,6 +269,7 @@ void use_monitor_phases(XcallPoint& point, const xthread::CallMonitor& monitor) 
 // One call's phases (see XcallSamples).
 struct CallTiming {
   std::int64_t total_ns, schedule_ns, execute_ns, notify_ns;
+  std::int8_t cpu_changes;  // see cpu_changes()
 };
 
 // A standing backlog on the main loop (the priority point): `tasks` normal tasks, each busy-waiting
@@ -420,11 +464,9 @@ class Driver {
         return Concat(*worker_loop_, concat, function_options);
       default:
         return Concat(*worker_loop_, [main = *nested_main_](std::string a, std::string b) mutable {
-          const auto start = Clock::now();
-          Reply reply = main.call_sync(std::move(a), std::move(b));
-          reply.start = start;
-          reply.end = Clock::now();
-          return reply;
+          return forward_to_main([&main](std::string x, std::string y) {
+            return main.call_sync(std::move(x), std::move(y));
+          }, std::move(a), std::move(b));
         }, function_options);
     }
   }
@@ -456,9 +498,11 @@ class Driver {
   CallTiming timed_call(Call&& call, const Payload& p, std::string_view where) {
     std::string a = p.a;  // fresh copies, moved into the call as the study's arguments are
     std::string b = p.b;
+    const int cpu_before = sched_getcpu();
     const auto issued = Clock::now();
     Reply reply = call(std::move(a), std::move(b));
     const auto resumed = Clock::now();
+    const int cpu_after = sched_getcpu();
     if (options_.tamper_reply_for_test) options_.tamper_reply_for_test(reply.text);
     if (reply.text.size() != p.expected.size()) {
       throw RunError("wrong answer (" + std::string(where) + "): expected " + std::to_string(p.expected.size()) +
@@ -471,7 +515,7 @@ class Driver {
     }
     auto ns = [](Clock::duration d) { return static_cast<std::int64_t>(nanoseconds(d).count()); };
     return CallTiming{ns(resumed - issued), ns(reply.start - issued), ns(reply.end - reply.start),
-                      ns(resumed - reply.end)};
+                      ns(resumed - reply.end), cpu_changes(cpu_before, reply, cpu_after)};
   }
 
   // The random pause before each call: none when hot, else --gap, else 0-200 us idle, 0-8 ms under load.
@@ -644,11 +688,9 @@ class Driver {
       default:  // 3: the worker's task forwards synchronously to "main"
         return run_block(spec, both([&main, &worker, work](std::string a, std::string b) {
           return worker.call([&] {
-            const auto start = Clock::now();
-            Reply reply = main.call([&] { return concatenate(std::move(a), std::move(b), work); });
-            reply.start = start;
-            reply.end = Clock::now();
-            return reply;
+            return forward_to_main([&main, work](std::string x, std::string y) {
+              return main.call([&] { return concatenate(std::move(x), std::move(y), work); });
+            }, std::move(a), std::move(b));
           });
         }),
                          p, where, label, busy);
@@ -703,6 +745,7 @@ class Driver {
           point.samples.schedule_ns.push_back(t.schedule_ns);
           point.samples.execute_ns.push_back(t.execute_ns);
           point.samples.notify_ns.push_back(t.notify_ns);
+          point.samples.cpu_changes.push_back(t.cpu_changes);
           totals_us.push_back(static_cast<double>(t.total_ns) / 1000.0);
         }
         rep.total_us = summarize(std::move(totals_us));

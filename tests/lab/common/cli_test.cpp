@@ -159,7 +159,7 @@ TEST(Cli, ContendersAndConditionsInEveryFormat) {
   const auto table = run_bench(table_args);
   ASSERT_EQ(table.exit_code, 0) << table.err;
   for (const char* heading : {"(f) contenders and conditions", "(g) case 3 (caller -> worker -> main) against case 1",
-                              "p50/xt", "c3/c1", "busy got"}) {
+                              "p50/xt", "c3/c1", "busy got", "(h) where the calls ran", "crossings/call"}) {
     EXPECT_NE(table.out.find(heading), std::string::npos) << heading << "\n" << table.out;
   }
   if (std::system("/usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1") == 0) {

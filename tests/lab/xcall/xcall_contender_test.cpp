@@ -161,6 +161,11 @@ TEST(XcallContenders, EveryContenderConditionAndRepetitionIsMeasured) {
     for (std::size_t k = 0; k < p.calls; ++k) {
       EXPECT_EQ(p.samples.schedule_ns[k] + p.samples.execute_ns[k] + p.samples.notify_ns[k], p.samples.total_ns[k]);
     }
+    // Both contenders' calls are placed the same way: a crossing count per call, for plain's hops as for xthread's.
+    ASSERT_EQ(p.samples.cpu_changes.size(), p.calls);
+    ASSERT_TRUE(p.cpu_hops);
+    EXPECT_EQ(p.cpu_hops->hops, p.case_id == 3 ? 4 : 2);
+    EXPECT_EQ(p.cpu_hops->calls, p.calls) << "every CPU is known on Linux";
     // xthread's phases come from the monitor of the function the measured calls went through: exactly those
     // calls, every caller's (each with its own handle) and every repetition's; plain's from the lab's stamps.
     if (p.implementation == "xthread") {

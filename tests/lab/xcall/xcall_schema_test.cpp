@@ -114,7 +114,87 @@ TEST_F(XcallSchema, Points) {
       EXPECT_EQ(s.size(), 8u) << k;
       for (const auto& v : s) EXPECT_TRUE(v.is_number_integer()) << k;
     }
+    // Where each call ran: a CPU crossing count per call, at most the case's hand-offs.
+    const int hops = p.at("case") == 3 ? 4 : 2;
+    const json& changes = p.at("samples").at("cpu_changes");
+    ASSERT_EQ(changes.size(), 8u);
+    for (const auto& v : changes) {
+      EXPECT_GE(v.get<int>(), -1);
+      EXPECT_LE(v.get<int>(), hops);
+    }
+    const json& h = p.at("cpu_hops");
+    ASSERT_TRUE(h.is_object()) << "sched_getcpu works on Linux";
+    EXPECT_EQ(h.at("hops"), hops);
+    EXPECT_LE(h.at("calls").get<std::size_t>(), 8u);
+    std::size_t by_changes_calls = 0;
+    for (const auto& r : h.at("by_changes")) by_changes_calls += r.at("calls").get<std::size_t>();
+    EXPECT_EQ(by_changes_calls, h.at("calls").get<std::size_t>());
+    EXPECT_GE(h.at("one_cpu_share").get<double>(), 0);
+    EXPECT_LE(h.at("one_cpu_share").get<double>(), 1);
+    EXPECT_LE(h.at("mean_changes").get<double>(), hops);
   }
+}
+
+TEST(XcallCpuHops, AreDerivedFromTheSamplesCallByCall) {
+  xthread_lab::XcallSamples samples;
+  samples.total_ns = {10'000, 20'000, 30'000, 40'000, 50'000};
+  samples.cpu_changes = {0, 0, 2, -1, 4};
+  // Case 1 has two hand-offs: 4 crossings cannot happen there, and -1 is an unknown CPU; both are left out.
+  const auto one = xthread_lab::summarize_cpu_hops(1, samples);
+  ASSERT_TRUE(one);
+  EXPECT_EQ(one->hops, 2);
+  EXPECT_EQ(one->calls, 3u);
+  EXPECT_DOUBLE_EQ(one->one_cpu_share, 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(one->mean_changes, 2.0 / 3.0);
+  ASSERT_EQ(one->by_changes.size(), 2u) << "only the counts that occurred";
+  EXPECT_EQ(one->by_changes[0].changes, 0);
+  EXPECT_EQ(one->by_changes[0].calls, 2u);
+  EXPECT_DOUBLE_EQ(one->by_changes[0].p50_us, 10.0) << "nearest-rank p50 of 10 and 20 us";
+  EXPECT_EQ(one->by_changes[1].changes, 2);
+  EXPECT_DOUBLE_EQ(one->by_changes[1].p50_us, 30.0);
+  // Case 3 has four.
+  const auto three = xthread_lab::summarize_cpu_hops(3, samples);
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->hops, 4);
+  EXPECT_EQ(three->calls, 4u);
+  EXPECT_DOUBLE_EQ(three->mean_changes, 6.0 / 4.0);
+  EXPECT_EQ(three->by_changes.back().changes, 4);
+  // Without one value per call, or without a known CPU: none.
+  samples.cpu_changes.pop_back();
+  EXPECT_FALSE(xthread_lab::summarize_cpu_hops(1, samples));
+  samples.cpu_changes = {-1, -1, -1, -1, -1};
+  EXPECT_FALSE(xthread_lab::summarize_cpu_hops(1, samples));
+  samples.cpu_changes.clear();
+  EXPECT_FALSE(xthread_lab::summarize_cpu_hops(1, samples));
+}
+
+TEST_F(XcallSchema, CpuChangesAreOptionalCheckedAndCpuHopsAreNeverRead) {
+  ASSERT_NE(doc_, nullptr);
+  json point = doc_->at("points")[0];
+  // A Node-API point or an older file: no cpu_changes, so no cpu_hops.
+  json without = point;
+  without.at("samples").erase("cpu_changes");
+  const auto read = xthread_lab::read_xcall_points(json::array({without}));
+  EXPECT_FALSE(read[0].cpu_hops);
+  EXPECT_TRUE(json(read[0]).at("cpu_hops").is_null());
+  EXPECT_FALSE(json(read[0]).at("samples").contains("cpu_changes"));
+  // The file's cpu_hops is ignored: they are what the samples say.
+  json forged = point;
+  forged["cpu_hops"] = json{{"hops", 9}};
+  EXPECT_EQ(json(xthread_lab::read_xcall_points(json::array({forged}))[0]).at("cpu_hops"), point.at("cpu_hops"));
+  for (const json& bad : {json(5), json("zero"), json(-2)}) {
+    json broken = point;
+    broken.at("samples").at("cpu_changes")[0] = bad;
+    try {
+      xthread_lab::read_xcall_points(json::array({broken}));
+      ADD_FAILURE() << "accepted cpu_changes value " << bad.dump();
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("cpu_changes"), std::string::npos) << e.what();
+    }
+  }
+  json short_one = point;
+  short_one.at("samples").at("cpu_changes").erase(0);
+  EXPECT_THROW(xthread_lab::read_xcall_points(json::array({short_one})), std::runtime_error);
 }
 
 TEST_F(XcallSchema, ReadBackAndCombine) {
