@@ -49,6 +49,8 @@ thread_local int handed_over_count = 0;
 constexpr int kMaxHandedOver = 1 << 16;
 /// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).
 thread_local std::int64_t last_reply_ns = 0;
+/// Reply waits of this thread that were told their partner was asleep (reply_waits_for_asleep_partner).
+thread_local std::uint64_t asleep_partner_waits = 0;
 /// Its address identifies the thread (current_thread_tag).
 thread_local char thread_tag = 0;
 
@@ -235,6 +237,8 @@ void note_reply(SteadyClock::time_point at) noexcept { last_reply_ns = ticks(at)
 
 const void* current_thread_tag() noexcept { return &thread_tag; }
 
+std::uint64_t reply_waits_for_asleep_partner() noexcept { return asleep_partner_waits; }
+
 int current_cpu() noexcept {
   const int cpu = sched_getcpu();  // glibc reads it from rseq (no system call) where the kernel has it
   return cpu < 0 ? -1 : cpu;
@@ -259,6 +263,7 @@ PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noex
   inputs.reply_pollers = reply ? before : state.reply_pollers.load(std::memory_order_relaxed);
   inputs.idle_pollers = reply ? state.idle_pollers.load(std::memory_order_relaxed) : before;
   if (reply) {
+    if (partner.asleep) ++asleep_partner_waits;
     inputs.streak = last_reply_ns != 0 && ticks(now) - last_reply_ns < kIdlePoll.count();
   } else if (reads_hand_overs(waiter)) {
     inputs.handed_over = handed_over_count;

@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "async_support.hpp"
 #include "cycle_support.hpp"
 #include "loop_hosts.hpp"
 #include "test_support.hpp"
@@ -445,4 +446,21 @@ TEST_P(EventLoopCancellableDriven, CancelRacingTheLoopIsExactlyOnce) {
   EXPECT_EQ(neither, 0);
   EXPECT_EQ(ran_count + cancelled.load(), kTasks);
   for (const auto& handle : handles) EXPECT_FALSE(handle.pending());
+}
+
+// invoke_sync tells its wait whether the loop was asleep when the task was posted (Partner::asleep: the
+// wait then parks at once, docs/waiting.md rule 0), and not when the loop was running.
+TEST(EventLoopInvokeSync, TellsItsWaitWhetherTheLoopWasAsleep) {
+  EventLoop hosted;
+  int result = 0;
+  EXPECT_EQ(
+      xthread_test::asleep_waits_into_hosted_idle_loop(hosted, [&] { result = hosted.invoke_sync([] { return 1; }); }),
+      1u);
+  EXPECT_EQ(result, 1);
+
+  EventLoop loop;
+  const RunningLoop running(loop, xthread_test::LoopDriver::run, "invoke-awake");
+  EXPECT_EQ(xthread_test::asleep_waits_into_running_loop(loop, [&] { result = loop.invoke_sync([] { return 2; }); }),
+            0u);
+  EXPECT_EQ(result, 2);
 }

@@ -757,6 +757,21 @@ TEST(ThreadSafeFunctionFuture, TheArgumentsAreDestroyedBeforeTheFutureIsReady) {
   EXPECT_EQ(destroyed_before_ready.load(), kCalls);
 }
 
+// call_sync tells its wait whether the loop was asleep when the call was posted (Partner::asleep: the
+// wait then parks at once, docs/waiting.md rule 0), and not when the loop was running.
+TEST(ThreadSafeFunctionWait, CallSyncTellsItsWaitWhetherTheLoopWasAsleep) {
+  EventLoop hosted;
+  ThreadSafeFunction<int(int)> on_hosted{hosted, [](int x) { return x + 1; }};
+  int result = 0;
+  EXPECT_EQ(xthread_test::asleep_waits_into_hosted_idle_loop(hosted, [&] { result = on_hosted.call_sync(41); }), 1u);
+  EXPECT_EQ(result, 42);
+
+  LoopThread worker{"tsf-awake"};
+  ThreadSafeFunction<int(int)> on_worker{worker.loop(), [](int x) { return x + 2; }};
+  EXPECT_EQ(xthread_test::asleep_waits_into_running_loop(worker.loop(), [&] { result = on_worker.call_sync(40); }), 0u);
+  EXPECT_EQ(result, 42);
+}
+
 // A Future kept unconsumed does not keep the function (and its callee's captures) alive.
 TEST(ThreadSafeFunctionFuture, AnUnconsumedFutureDoesNotKeepTheCalleeAlive) {
   LoopThread worker{"tsf-future"};

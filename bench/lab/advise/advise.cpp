@@ -116,13 +116,7 @@ class Measurer {
         auto [it, fresh] = merged.try_emplace(p.case_id, p);
         if (fresh) continue;
         XcallPoint& m = it->second;
-        auto append = [](std::vector<std::int64_t>& to, const std::vector<std::int64_t>& from) {
-          to.insert(to.end(), from.begin(), from.end());
-        };
-        append(m.samples.total_ns, p.samples.total_ns);
-        append(m.samples.schedule_ns, p.samples.schedule_ns);
-        append(m.samples.execute_ns, p.samples.execute_ns);
-        append(m.samples.notify_ns, p.samples.notify_ns);
+        m.samples.append(p.samples);
         m.repetitions.insert(m.repetitions.end(), p.repetitions.begin(), p.repetitions.end());
       }
       for (const LoadInfo& info : pass.loads) {

@@ -636,6 +636,7 @@ std::string render_table(const XcallReport& report) {
 }
 
 std::string render_cpu_hops_table(const std::vector<XcallPoint>& points) {
+  constexpr std::size_t kFewCalls = 20;  // below this a crossing count shows its number of calls, no p50
   if (std::none_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.cpu_hops.has_value(); })) {
     return "";
   }
@@ -661,6 +662,8 @@ std::string render_cpu_hops_table(const std::vector<XcallPoint>& points) {
         row.emplace_back("");
       } else if (it == h.by_changes.end()) {
         row.emplace_back("-");
+      } else if (it->calls < kFewCalls) {
+        row.push_back(format("(%zu calls)", it->calls));
       } else {
         row.push_back(
             format("%.1f (%.0f%%)", it->p50_us, 100.0 * static_cast<double>(it->calls) / static_cast<double>(h.calls)));
@@ -671,8 +674,9 @@ std::string render_cpu_hops_table(const std::vector<XcallPoint>& points) {
   }
   return "(h) where the calls ran: one cpu = calls whose every hand-off stayed on one CPU; crossings = hand-offs\n"
          "    to another CPU per call (of 2, or 4 for case 3; sched_getcpu at each end); 0..4 = total p50 us of\n"
-         "    the calls with that many crossings (their share). With more runnable threads than CPUs the\n"
-         "    scheduler's placement decides the latency: compare contenders at equal crossings\n" +
+         "    the calls with that many crossings (their share; under 20 calls, only their number). With more\n"
+         "    runnable threads than CPUs the scheduler's placement decides the latency: compare contenders at\n"
+         "    equal crossings\n" +
          t.render();
 }
 

@@ -35,10 +35,26 @@ void XcallPoint::summarize_samples() {
   cpu_hops = summarize_cpu_hops(case_id, samples);
 }
 
+void XcallSamples::append(const XcallSamples& more) {
+  const bool changes = cpu_changes.size() == total_ns.size() && more.cpu_changes.size() == more.total_ns.size();
+  const auto add = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+  add(total_ns, more.total_ns);
+  add(schedule_ns, more.schedule_ns);
+  add(execute_ns, more.execute_ns);
+  add(notify_ns, more.notify_ns);
+  if (changes) {
+    add(cpu_changes, more.cpu_changes);
+  } else {
+    cpu_changes.clear();
+  }
+}
+
+int hand_offs_of_case(int case_id) { return case_id == 3 ? 4 : 2; }
+
 std::optional<CpuHops> summarize_cpu_hops(int case_id, const XcallSamples& samples) {
   if (samples.cpu_changes.empty() || samples.cpu_changes.size() != samples.total_ns.size()) return std::nullopt;
   CpuHops out;
-  out.hops = case_id == 3 ? 4 : 2;
+  out.hops = hand_offs_of_case(case_id);
   std::vector<std::vector<double>> totals_us(static_cast<std::size_t>(out.hops) + 1);
   double changes_sum = 0;
   for (std::size_t i = 0; i < samples.cpu_changes.size(); ++i) {
@@ -286,11 +302,17 @@ XcallPoint xcall_point_from_json(const nlohmann::json& in) {
     read("notify_ns", p.samples.notify_ns);
     if (const auto c = it->find("cpu_changes"); c != it->end()) {  // optional key
       if (!c->is_array()) throw std::runtime_error("key 'samples.cpu_changes' is not an array");
+      const std::int64_t most = hand_offs_of_case(p.case_id);
       for (const auto& v : *c) {
-        if (!v.is_number_integer() || v.get<int>() < -1 || v.get<int>() > 4) {
-          throw std::runtime_error("key 'samples.cpu_changes' holds a value that is not an integer in [-1, 4]");
+        // An unsigned value is read as one, so a huge number cannot wrap into range.
+        const bool in_range = v.is_number_unsigned()  ? v.get<std::uint64_t>() <= static_cast<std::uint64_t>(most)
+                              : v.is_number_integer() ? v.get<std::int64_t>() >= -1 && v.get<std::int64_t>() <= most
+                                                      : false;
+        if (!in_range) {
+          throw std::runtime_error("key 'samples.cpu_changes' holds a value that is not an integer in [-1, " +
+                                   std::to_string(most) + "] (case " + std::to_string(p.case_id) + ")");
         }
-        p.samples.cpu_changes.push_back(static_cast<std::int8_t>(v.get<int>()));
+        p.samples.cpu_changes.push_back(static_cast<std::int8_t>(v.get<std::int64_t>()));
       }
       if (p.samples.cpu_changes.size() != p.samples.total_ns.size()) {
         throw std::runtime_error("key 'samples.cpu_changes' does not have one value per call");

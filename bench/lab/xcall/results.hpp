@@ -41,7 +41,13 @@ struct XcallSamples {
   // Hand-offs of each call whose two ends ran on different CPUs (sched_getcpu at each end), -1 when a CPU
   // was unknown; empty for producers that do not record it (the Node-API bridge, files before it).
   std::vector<std::int8_t> cpu_changes;
+
+  // Appends `more`'s calls (every array; cpu_changes stays one per call only if both have it, else empty).
+  void append(const XcallSamples& more);
 };
+
+// Hand-offs per call of a case: 2 (caller -> callee -> caller), or 4 for case 3 (-> worker -> main -> worker ->).
+int hand_offs_of_case(int case_id);
 
 // Where a point's calls ran, from XcallSamples::cpu_changes: how often a hand-off crossed to another CPU,
 // and the latency of the calls by that count. On a machine with more runnable threads than CPUs, the

@@ -15,6 +15,7 @@
 #include <system_error>
 #include <thread>
 #include <tuple>
+#include <utility>
 
 #include <pthread.h>
 #include <sched.h>
@@ -33,17 +34,19 @@ using std::chrono::nanoseconds;
 
 // What a callee hands back: the concatenation plus the callee's own steady_clock timestamps taken at
 // entry and just before returning. For case 3 they bracket the whole worker-side function, nested
-// call included. The CPUs (sched_getcpu, -1 when it fails) place every hop of the call: the callee's at
-// entry, and for case 3 (`nested`) the main thread's callee and the worker after the nested call.
+// call included. The CPUs (sched_getcpu, -1 when it fails) at the callee's entry and exit place the
+// hand-offs of the call; for case 3 (`nested`) also those of the main thread's callee.
 struct Reply {
   std::string text;
   Clock::time_point start;
   Clock::time_point end;
   int cpu = -1;
+  int exit_cpu = -1;
   bool nested = false;
   int nested_cpu = -1;
-  int end_cpu = -1;
+  int nested_exit_cpu = -1;
 };
+using Concat = xthread::ThreadSafeFunction<Reply(std::string, std::string)>;
 
 // Case 3's worker-side function around the nested call `call(a, b)` to the main thread.
 template <class Call>
@@ -55,31 +58,31 @@ Reply forward_to_main(Call&& call, std::string a, std::string b) {
   reply.end = Clock::now();
   reply.nested = true;
   reply.nested_cpu = reply.cpu;
+  reply.nested_exit_cpu = reply.exit_cpu;
   reply.cpu = cpu;
-  reply.end_cpu = sched_getcpu();
+  reply.exit_cpu = sched_getcpu();
   return reply;
 }
 
-// Hops of the call whose two ends ran on different CPUs: caller -> callee -> caller (cases 1, 2), or
-// caller -> worker -> main -> worker -> caller (case 3). -1 when a CPU is unknown.
+// Hand-offs of the call whose two ends ran on different CPUs: caller -> callee and callee -> caller
+// (cases 1, 2); case 3 also worker -> main and main -> worker. -1 when a CPU is unknown.
 std::int8_t cpu_changes(int caller_before, const Reply& reply, int caller_after) {
-  std::array<int, 5> chain{};
+  std::array<std::pair<int, int>, 4> hand_offs{};
   std::size_t n = 0;
-  chain[n++] = caller_before;
-  chain[n++] = reply.cpu;
+  hand_offs[n++] = {caller_before, reply.cpu};
   if (reply.nested) {
-    chain[n++] = reply.nested_cpu;
-    chain[n++] = reply.end_cpu;
+    hand_offs[n++] = {reply.cpu, reply.nested_cpu};
+    hand_offs[n++] = {reply.nested_exit_cpu, reply.exit_cpu};
   }
-  chain[n++] = caller_after;
+  hand_offs[n++] = {reply.exit_cpu, caller_after};
   std::int8_t changes = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    if (chain[i] < 0) return -1;
-    if (i > 0 && chain[i] != chain[i - 1]) ++changes;
+    const auto [from, to] = hand_offs[i];
+    if (from < 0 || to < 0) return -1;
+    if (from != to) ++changes;
   }
   return changes;
 }
-using Concat = xthread::ThreadSafeFunction<Reply(std::string, std::string)>;
 
 std::atomic<std::uint64_t> g_sink{0};  // keeps the Fibonacci results alive
 
@@ -97,6 +100,7 @@ Reply concatenate(std::string a, std::string b, nanoseconds work) {
   busy_wait(reply.start, work);
   reply.text.reserve(a.size() + b.size());
   reply.text.append(a).append(b);
+  reply.exit_cpu = sched_getcpu();
   reply.end = Clock::now();
   return reply;
 }

@@ -99,6 +99,9 @@ void note_parking() noexcept;
 /// PollSession::succeeded): a streak if it calls again soon (WaitInputs::streak). Thread rule: the
 /// waiting thread (thread-local).
 void note_reply(std::chrono::steady_clock::time_point at) noexcept;
+/// How many of the calling thread's reply waits were told their partner was asleep (Partner::asleep),
+/// for tests and diagnostics. Thread rule: the calling thread (thread-local).
+[[nodiscard]] std::uint64_t reply_waits_for_asleep_partner() noexcept;
 /// The CPU the calling thread runs on, or -1 if unknown; may be stale a moment later. No system call
 /// where glibc has registered rseq (glibc 2.35+ on Linux 4.18+), else one. Thread rule: any thread.
 [[nodiscard]] int current_cpu() noexcept;

@@ -168,6 +168,25 @@ TEST(XcallCpuHops, AreDerivedFromTheSamplesCallByCall) {
   EXPECT_FALSE(xthread_lab::summarize_cpu_hops(1, samples));
 }
 
+TEST(XcallCpuHops, AppendingSamplesKeepsOneCrossingCountPerCallOrNone) {
+  xthread_lab::XcallSamples a;
+  a.total_ns = a.schedule_ns = a.execute_ns = a.notify_ns = {1, 2};
+  a.cpu_changes = {0, 2};
+  xthread_lab::XcallSamples merged;
+  merged.append(a);
+  merged.append(a);
+  EXPECT_EQ(merged.total_ns.size(), 4u);
+  EXPECT_EQ(merged.notify_ns.size(), 4u);
+  EXPECT_EQ(merged.cpu_changes, (std::vector<std::int8_t>{0, 2, 0, 2}));
+  xthread_lab::XcallSamples without = a;
+  without.cpu_changes.clear();  // a producer that does not record them
+  merged.append(without);
+  EXPECT_EQ(merged.total_ns.size(), 6u);
+  EXPECT_TRUE(merged.cpu_changes.empty()) << "not one per call any more: none";
+  merged.append(a);
+  EXPECT_TRUE(merged.cpu_changes.empty());
+}
+
 TEST_F(XcallSchema, CpuChangesAreOptionalCheckedAndCpuHopsAreNeverRead) {
   ASSERT_NE(doc_, nullptr);
   json point = doc_->at("points")[0];
@@ -182,7 +201,9 @@ TEST_F(XcallSchema, CpuChangesAreOptionalCheckedAndCpuHopsAreNeverRead) {
   json forged = point;
   forged["cpu_hops"] = json{{"hops", 9}};
   EXPECT_EQ(json(xthread_lab::read_xcall_points(json::array({forged}))[0]).at("cpu_hops"), point.at("cpu_hops"));
-  for (const json& bad : {json(5), json("zero"), json(-2)}) {
+  // More crossings than the case has hand-offs, a wrapped huge number, a string, below -1.
+  const int hops = point.at("case") == 3 ? 4 : 2;
+  for (const json& bad : {json(hops + 1), json(18446744073709551615ULL), json("zero"), json(-2)}) {
     json broken = point;
     broken.at("samples").at("cpu_changes")[0] = bad;
     try {
