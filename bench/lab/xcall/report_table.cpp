@@ -407,29 +407,38 @@ std::string background_line(const BackgroundInfo& b) {
 
 namespace {
 
-// A point's condition, the first cells of tables (f) and (h): case, load, payload, work, callers, busy, impl.
-std::vector<std::string> condition_cells(const XcallPoint& p) {
-  return {std::to_string(p.case_id),
-          p.load,
-          p.payload == 10 ? "10" : payload_label(p.payload),
-          work_label(p.work_ns) + (p.hot ? " hot" : ""),
-          std::to_string(p.callers),
-          std::to_string(p.busy_threads),
-          p.implementation};
+bool any_point_hosted(const std::vector<XcallPoint>& points) {
+  return std::any_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+}
+
+// The first columns of tables (f) and (h), a point's condition: case, load, payload, work, the host when
+// some point was hosted, callers, busy, impl.
+std::vector<std::string> condition_head(bool hosted) {
+  std::vector<std::string> head = {"case", "load", "payload", "work", "callers", "busy", "impl"};
+  if (hosted) head.insert(head.begin() + 4, "host");
+  return head;
+}
+std::vector<std::string> condition_cells(const XcallPoint& p, bool hosted) {
+  std::vector<std::string> cells = {std::to_string(p.case_id),
+                                    p.load,
+                                    p.payload == 10 ? "10" : payload_label(p.payload),
+                                    work_label(p.work_ns) + (p.hot ? " hot" : ""),
+                                    std::to_string(p.callers),
+                                    std::to_string(p.busy_threads),
+                                    p.implementation};
+  if (hosted) cells.insert(cells.begin() + 4, p.host);
+  return cells;
 }
 
 }  // namespace
 
 std::string render_contender_table(const std::vector<XcallPoint>& points) {
   if (!any_contender_detail(points)) return "";
-  const bool hosted =
-      std::any_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+  const bool hosted = any_point_hosted(points);
   TextTable t;
-  std::vector<std::string> head = {"case",   "load",   "payload", "work",    "callers", "busy", "impl",
-                                   "reps",   "calls",  "|",       "p50",     "p90",     "p99",  "mean",
-                                   "cpu",    "|",      "p50 med", "p99 med", "cpu med", "|",    "p50/xt",
-                                   "p99/xt", "cpu/xt", "|",       "busy got"};
-  if (hosted) head.insert(head.begin() + 4, "host");
+  std::vector<std::string> head = condition_head(hosted);
+  head.insert(head.end(), {"reps", "calls", "|", "p50", "p90", "p99", "mean", "cpu", "|", "p50 med", "p99 med",
+                           "cpu med", "|", "p50/xt", "p99/xt", "cpu/xt", "|", "busy got"});
   t.row(head);
   t.rule();
   for (const XcallPoint& p : points) {
@@ -455,7 +464,7 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
     const auto rep_p50 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p50; };
     const auto rep_p99 = [](const XcallRepetition& r) -> std::optional<double> { return r.total_us.p99; };
     const auto rep_cpu = [](const XcallRepetition& r) { return r.cpu_us_per_call; };
-    std::vector<std::string> row = condition_cells(p);
+    std::vector<std::string> row = condition_cells(p, hosted);
     row.insert(row.end(), {std::to_string(p.repetitions.size()), std::to_string(p.calls), "|", us(p.total_us.p50),
                            us(p.total_us.p90), us(p.total_us.p99), us(p.total_us.mean), us(p.cpu_us_per_call), "|",
                            us(repetition_median(p, &Summary::p50)), us(repetition_median(p, &Summary::p99)),
@@ -464,7 +473,6 @@ std::string render_contender_table(const std::vector<XcallPoint>& points) {
                            vs(p.total_us.p99, xt ? std::optional<double>(xt->total_us.p99) : std::nullopt, rep_p99),
                            vs(p.cpu_us_per_call, xt ? xt->cpu_us_per_call : std::nullopt, rep_cpu), "|",
                            p.busy_cpu_share ? format("%.0f %%", 100 * *p.busy_cpu_share) : "-"});
-    if (hosted) row.insert(row.begin() + 4, p.host);
     t.row(row);
   }
   return "(f) contenders and conditions: total latency us over every repetition's calls; cpu = process CPU us per\n"
@@ -640,19 +648,16 @@ std::string render_cpu_hops_table(const std::vector<XcallPoint>& points) {
   if (std::none_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.cpu_hops.has_value(); })) {
     return "";
   }
-  const bool hosted =
-      std::any_of(points.begin(), points.end(), [](const XcallPoint& p) { return p.host != kDirectHost; });
+  const bool hosted = any_point_hosted(points);
   TextTable t;
-  std::vector<std::string> head = {"case", "load",  "payload", "work",           "callers", "busy", "impl",
-                                   "|",    "calls", "one cpu", "crossings/call", "|",       "0",    "1",
-                                   "2",    "3",     "4"};
-  if (hosted) head.insert(head.begin() + 4, "host");
+  std::vector<std::string> head = condition_head(hosted);
+  head.insert(head.end(), {"|", "calls", "one cpu", "crossings/call", "|", "0", "1", "2", "3", "4"});
   t.row(head);
   t.rule();
   for (const XcallPoint& p : points) {
     if (!p.cpu_hops) continue;
     const CpuHops& h = *p.cpu_hops;
-    std::vector<std::string> row = condition_cells(p);
+    std::vector<std::string> row = condition_cells(p, hosted);
     row.insert(row.end(), {"|", std::to_string(h.calls), format("%.0f %%", 100 * h.one_cpu_share),
                            format("%.2f", h.mean_changes), "|"});
     for (int c = 0; c <= 4; ++c) {
@@ -669,7 +674,6 @@ std::string render_cpu_hops_table(const std::vector<XcallPoint>& points) {
             format("%.1f (%.0f%%)", it->p50_us, 100.0 * static_cast<double>(it->calls) / static_cast<double>(h.calls)));
       }
     }
-    if (hosted) row.insert(row.begin() + 4, p.host);
     t.row(row);
   }
   return "(h) where the calls ran: one cpu = calls whose every hand-off stayed on one CPU; crossings = hand-offs\n"
