@@ -44,31 +44,96 @@ void LoopCore::publish_locked() noexcept {
   nonempty_.store(queue_.mask() | (timer_inbox_.changed() ? kTimersBit : 0u), std::memory_order_release);
 }
 
+class LoopCore::PostGuard {
+ public:
+  explicit PostGuard(LoopCore& core) noexcept : core_(core) {}
+  PostGuard(const PostGuard&) = delete;
+  PostGuard& operator=(const PostGuard&) = delete;
+  /// Counts the post; before its push (PostInbox::push's on_host_waiting): a closer that closes the
+  /// inbox after the push sees the count (the push is a release, the close an acquire).
+  void arm() noexcept {
+    core_.posting_.fetch_add(1, std::memory_order_relaxed);  // relaxed: ordered before the push (release)
+    armed_ = true;
+  }
+  ~PostGuard() {
+    // release: everything this post did to *this (its fd write) happens-before the closer's return.
+    // The wake may reach an address already freed: futex_wake only compares addresses.
+    if (armed_ && core_.posting_.fetch_sub(1, std::memory_order_release) == (kCloserWaits | 1u)) {
+      futex_wake_all(core_.posting_);
+    }
+  }
+
+ private:
+  LoopCore& core_;
+  bool armed_ = false;
+};
+
+void LoopCore::wait_for_posts() noexcept {
+  // acquire: pairs with ~PostGuard's release; after the inbox was closed (see PostGuard::arm).
+  std::uint32_t seen = posting_.fetch_or(kCloserWaits, std::memory_order_acquire) | kCloserWaits;
+  while (seen != kCloserWaits) {
+    futex_wait(posting_, seen);
+    seen = posting_.load(std::memory_order_acquire);
+  }
+}
+
 Posted LoopCore::post(LoopTask* task, Priority priority, bool at_front) noexcept {
   const std::size_t level = level_of(priority);
-  if (monitor_) task->queued_at = SteadyClock::now();  // published to the loop thread by mutex_
-  MutexLock lock(mutex_);
-  if (closed_.load(std::memory_order_relaxed)) return Posted::closed;  // relaxed: written under mutex_
-  queue_.push(task, level, at_front);
+  if (monitor_) task->queued_at = SteadyClock::now();  // published to the loop thread by the push
   // An idle task from another thread may begin a new idle round (one from the loop's own thread,
   // say an idle task re-posting itself, waits for the next wake-up).
-  if (level == kIdleLevel && !in_loop_thread()) queue_.allow_idle_round();
+  const bool idle_round = level == kIdleLevel && !in_loop_thread();
+  task->posted =
+      static_cast<std::uint8_t>(level | (at_front ? kPostedAtFront : 0u) | (idle_round ? kPostedIdleRound : 0u));
+  // The task may run (and *this be gone) once pushed: from here on only the push's result is used,
+  // and a post that must write the host's fd is counted first, so close_and_wait() keeps the fd open.
+  PostGuard guard(*this);
+  const PostInbox::Pushed pushed = inbox_.push(task, [&guard] { guard.arm(); });
+  PostInbox::deliver(pushed.wake);  // the first post to find the loop asleep wakes it
+  switch (pushed.found) {
+    case PostInbox::Found::closed:
+      return Posted::closed;  // stop() closed the inbox
+    case PostInbox::Found::running:
+      return Posted::running;
+    default:
+      return Posted::asleep;
+  }
+}
+
+void LoopCore::take_posts_locked() noexcept { queue_posts_locked(inbox_.take()); }
+
+Wake LoopCore::close_posts_locked() noexcept {
+  Wake wake;
+  queue_posts_locked(inbox_.close(wake));
+  return wake;
+}
+
+void LoopCore::end_sleep() noexcept {
+  if (!sleeping_) return;
+  sleeping_ = false;
+  if (inbox_.end_sleep()) waker_.counted_wakeup();
+}
+
+void LoopCore::queue_posts_locked(TaskList posts) noexcept {
+  if (posts.empty()) return;
+  for (LoopTask* task = posts.head; task != nullptr;) {
+    LoopTask* const next = task->next;  // read first: push() relinks the task
+    queue_.push(task, task->posted & kPostedLevelMask, (task->posted & kPostedAtFront) != 0);
+    if ((task->posted & kPostedIdleRound) != 0) queue_.allow_idle_round();
+    task = next;
+  }
   publish_locked();
-  const bool asleep = waker_.asleep();
-  const Waker::Wake wake = claim_wake();
-  lock.unlock();
-  waker_.deliver(wake);
-  return asleep ? Posted::asleep : Posted::running;
 }
 
 EventLoop::Stats LoopCore::stats() const {
   MutexLock lock(mutex_);
-  return EventLoop::Stats{tasks_run_.load(std::memory_order_relaxed), waker_.wakeups(), waker_.parks(), queue_.size()};
+  return EventLoop::Stats{tasks_run_.load(std::memory_order_relaxed), waker_.wakeups(), waker_.parks(),
+                          queue_.size() + inbox_.size()};
 }
 
 bool LoopCore::ready_locked() const noexcept {
   return (nonempty_.load(std::memory_order_relaxed) & queue_.ready_mask()) != 0 ||  // relaxed: under mutex_
-         stop_requested_locked();
+         inbox_.has_work() || stop_requested_locked();
 }
 
 // ---- the iteration ----------------------------------------------------------------------------
@@ -80,9 +145,13 @@ LoopCore::Step LoopCore::iterate(std::size_t budget) {
   std::shared_ptr<TimerState> late_cancelled;
   {
     MutexLock lock(mutex_);
-    waker_.set_running();
     if (stop_requested_locked()) return Step::stop;  // 3.
-    batch = take_batch(late_cancelled);              // 4.
+    take_posts_locked();
+    if (uncounted_level_ != kLevels) {  // the last batch's last task, counted against the queue as it is now
+      (void)streaks_.count_task(uncounted_level_, nonempty_.load(std::memory_order_relaxed));  // relaxed: under mutex_
+      uncounted_level_ = kLevels;
+    }
+    batch = take_batch(late_cancelled);  // 4.
   }
   timers_.remove_cancelled(std::move(late_cancelled));
   if (batch.empty()) return Step::nothing;  // 5. is the caller's
@@ -109,6 +178,7 @@ void LoopCore::queue_due_timers() {
   std::array<std::size_t, kLevels> counts{};
   if (!timers_.collect_due(SteadyClock::now(), due, counts)) return;
   MutexLock lock(mutex_);
+  take_posts_locked();  // posted before the timers were noticed due: ahead of them
   // A due timer joins its priority's queue, behind what is there.
   for (std::size_t level = 0; level < kLevels; ++level) queue_.append(level, due[level], counts[level]);
   publish_locked();
@@ -144,10 +214,19 @@ void LoopCore::run_batch(Batch batch, std::size_t budget) {
     ++ran;
     --batch.count;
     task = next;
+    if (task == nullptr) {
+      // The batch is done: the next iteration takes the posts that came meanwhile anyway, and counts
+      // this task's streak then (one lock, not two, when a caller posts right as its reply is done).
+      uncounted_level_ = batch.level;
+      break;
+    }
+    if (inbox_.has_work()) {  // posts since the batch was taken: into the queue, to be weighed below
+      MutexLock lock(mutex_);
+      take_posts_locked();
+    }
     // acquire: pairs with publish_locked()'s release; a stale value only delays preemption by one task.
     const std::uint32_t waiting = nonempty_.load(std::memory_order_acquire);
     const bool starving = streaks_.count_task(batch.level, waiting);
-    if (task == nullptr) break;
     if ((waiting & interrupting) != 0 || starving || ran >= budget || stop_requested_.load(std::memory_order_acquire) ||
         timers_.due_now()) {
       MutexLock lock(mutex_);
@@ -173,20 +252,26 @@ void LoopCore::wait_for_work() {
     mask = queue_.ready_mask();  // idle work waiting for the next round must not keep us polling
   }
   const auto ready = [this, mask] {
-    return (nonempty_.load(std::memory_order_acquire) & mask) != 0 || stop_requested_.load(std::memory_order_acquire);
+    return (nonempty_.load(std::memory_order_acquire) & mask) != 0 || inbox_.has_work() ||
+           stop_requested_.load(std::memory_order_acquire);
   };
   if (Waker::poll(ready, timeout)) return;
   {
     MutexLock lock(mutex_);
     if (ready_locked()) return;
-    waker_.set_parked();
+    // One compare-exchange on the inbox word: it fails if anything was pushed; once it succeeds, the
+    // first producer finds the loop parked and wakes it (PostInbox).
+    if (!inbox_.try_park()) return;
+    sleeping_ = true;
+    waker_.counted_park();
     queue_.allow_idle_round();  // the wake-up may begin an idle round
   }
   if (timeout.count() >= 0) {
     // Recompute: polling used part of the timeout.
     timeout = std::max(std::chrono::nanoseconds{0}, next_deadline - SteadyClock::now());
   }
-  waker_.park(timeout);
+  inbox_.park(timeout);
+  end_sleep();
 }
 
 // ---- running ----------------------------------------------------------------------------------
@@ -220,8 +305,9 @@ std::size_t LoopCore::run_ready(std::size_t max_tasks) {
   RunScope exit(*this, /*hosted=*/true);
   hosted_loop = weak_from_this();
 
-  // Drain the fd: from here on, posts find the loop running and do not write it; a write that raced
-  // in before is at worst one spurious readiness (run_ready then returns 0).
+  // Drain the fd: enter_run() ended the host wait, so from here on posts find the loop running and do
+  // not write it; a write that raced in before is at worst one spurious readiness (run_ready then
+  // returns 0).
   waker_.drain_fd();
   // relaxed: only this thread (the loop thread) adds to tasks_run_ while we are inside.
   const std::uint64_t before = tasks_run_.load(std::memory_order_relaxed);
@@ -230,12 +316,11 @@ std::size_t LoopCore::run_ready(std::size_t max_tasks) {
   for (;;) {
     if (ran() >= max_tasks) {
       MutexLock lock(mutex_);
-      if (ready_locked()) {
-        // Out of budget with work left: stay readable so the host calls again after its own work.
-        waker_.set_notified();
+      if (ready_locked() || !begin_host_wait()) {
+        // Out of budget with work left (or a post raced the host wait): stay readable so the host
+        // calls again after its own work; notified, so no producer writes the fd meanwhile.
+        inbox_.set_notified();
         signal_host = true;
-      } else {
-        waker_.set_host_waiting();
       }
       break;
     }
@@ -247,13 +332,20 @@ std::size_t LoopCore::run_ready(std::size_t max_tasks) {
     if (step == Step::ran) continue;
     MutexLock lock(mutex_);
     if (ready_locked()) continue;
-    // Nothing ready: from now on the first producer writes the fd (claim_wake).
-    waker_.set_host_waiting();
+    // Nothing ready: from now on the first producer writes the fd (PostInbox).
+    if (!begin_host_wait()) continue;  // a post raced it: run it now
     note_parking();  // the host sleeps next: the threads this one handed over to get their CPUs
     break;
   }
   if (signal_host) waker_.signal_fd();
   return ran();
+}
+
+bool LoopCore::begin_host_wait() noexcept {
+  if (!inbox_.try_host_wait(waker_.fd())) return false;
+  sleeping_ = true;
+  waker_.counted_park();
+  return true;
 }
 
 int LoopCore::wakeup_fd() {
@@ -279,7 +371,7 @@ bool LoopCore::enter_run() {
   if (closed_.load(std::memory_order_relaxed)) return false;
   running_ = true;
   queue_.allow_idle_round();  // entering is a wake-up
-  waker_.set_running();
+  end_sleep();  // the host wait the last run_ready() began, if no producer ended it
   run_exit_word_.store(1, std::memory_order_relaxed);  // relaxed: read by close_and_wait after stop()
   set_loop_thread(std::this_thread::get_id());
   inside_thread_.store(std::this_thread::get_id(), std::memory_order_relaxed);  // relaxed: see inside_thread_
@@ -302,7 +394,7 @@ void LoopCore::leave_run(bool stopped, bool hosted, bool by_exception) noexcept 
     if (hosted && (closing || by_exception)) {
       // The host must call again (exception: work is left) or notice the stop: stop()'s own write
       // may have been drained by this very call. Notified: no producer writes again meanwhile.
-      waker_.set_notified();
+      inbox_.set_notified();
       signal_host = true;
     }
   }
@@ -320,11 +412,11 @@ void LoopCore::stop() noexcept {
     MutexLock lock(mutex_);
     stop_requested_.store(true, std::memory_order_release);
     closed_.store(true, std::memory_order_release);
+    const Wake wake = close_posts_locked();  // later posts fail; earlier ones are discarded with the rest
     if (running_) {
       // Make the loop see the request now, even if it is parked with a long timer timeout.
-      const Waker::Wake wake = claim_wake();
       lock.unlock();
-      waker_.deliver(wake);
+      PostInbox::deliver(wake);
       waker_.signal_fd();  // a host watching the fd notices the stop too
       return;
     }
@@ -351,6 +443,7 @@ void LoopCore::close_and_wait() noexcept {
     leftovers = take_everything();
   }
   discard_leftovers(leftovers);
+  wait_for_posts();  // a post that found the host waiting may still be writing the fd
 }
 
 LoopCore::Leftovers LoopCore::take_everything() noexcept {

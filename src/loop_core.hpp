@@ -2,9 +2,10 @@
 // src/loop_core.hpp — the engine behind EventLoop (internal: not installed, not seen by users). Shared
 // (via shared_ptr) by the EventLoop, its Timers and every ThreadSafeFunction targeting it, so a call in
 // flight never touches a destroyed loop. Public headers reach it only through detail/loop_task.hpp's
-// functions. Its parts: RunQueue (run_queue.hpp), TimerInbox and TimerSet (timer_set.hpp), Waker
-// (waker.hpp), WaitTarget (wait_graph.hpp); this class is the lifecycle, the stats, error reporting
-// and the iteration (iterate(): EventLoop's "One iteration, in order" steps, one function each).
+// functions. Its parts: PostInbox (post_inbox.hpp), RunQueue (run_queue.hpp), TimerInbox and TimerSet
+// (timer_set.hpp), Waker (waker.hpp), WaitTarget (wait_graph.hpp); this class is the lifecycle, the
+// stats, error reporting and the iteration (iterate(): EventLoop's "One iteration, in order" steps,
+// one function each).
 #pragma once
 
 #include <array>
@@ -25,6 +26,7 @@
 #include "xthread/detail/saturating_time.hpp"
 #include "xthread/detail/thread_annotations.hpp"
 #include "histogram_recorder.hpp"
+#include "post_inbox.hpp"
 #include "run_queue.hpp"
 #include "timer_set.hpp"
 #include "wait_graph.hpp"
@@ -43,10 +45,12 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   ~LoopCore();
 
   /// Any thread. Queued unless closed: the loop then owns `task`; on Posted::closed the caller still
-  /// does. Posted::asleep: the loop was not running its queues as the task was queued (Waker::asleep).
-  /// `at_front`: ahead of every task queued at `priority` (also those of a batch the loop is running,
-  /// which it hands back after the current task); the latest at_front task runs first.
-  Posted post(LoopTask* task, Priority priority, bool at_front = false) noexcept XTHREAD_EXCLUDES(mutex_);
+  /// does. Posted::asleep: the loop was not running its queues as the task was queued (parked, its
+  /// host waiting, or notified). `at_front`: ahead of every task queued at `priority` (also those of a
+  /// batch the loop is running, which it hands back after the current task); the latest at_front task
+  /// runs first. Destruction: once the task is pushed, post() touches nothing of *this (the loop may
+  /// run the task and be destroyed at once): PostInbox.
+  Posted post(LoopTask* task, Priority priority, bool at_front = false) noexcept;
   /// Any thread. Returns false (and marks the timer finished) when the loop is closed.
   bool add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::nanoseconds delay) XTHREAD_EXCLUDES(mutex_);
   /// Any thread (Timer::cancel). See TimerState's phase protocol. True when it won armed → cancelled.
@@ -84,6 +88,12 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   friend class TimerState;
   // In nonempty_ beside the run queue's bits: timers were added or cancelled since the last take.
   static constexpr std::uint32_t kTimersBit = 1u << kLevels;
+  // LoopTask::posted: the run queue level (low bits), then post()'s at_front and "may begin an idle
+  // round" (an idle task from another thread).
+  static constexpr std::uint32_t kPostedLevelMask = 7u;
+  static constexpr std::uint32_t kPostedAtFront = 8u;
+  static constexpr std::uint32_t kPostedIdleRound = 16u;
+  static_assert(kLevels <= kPostedLevelMask + 1);
   static_assert((kTimersBit & (((1u << kLevels) - 1u) | (((1u << kLevels) - 1u) << kFrontShift))) == 0);
 
   /// What one iteration of the loop did.
@@ -120,11 +130,26 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   /// the next deadline.
   void wait_for_work() XTHREAD_EXCLUDES(mutex_);
 
-  /// With the lock: is anything ready to run (idle work only while an idle round may run)?
+  /// With the lock: is anything ready to run (idle work only while an idle round may run; any post
+  /// still in the inbox)?
   [[nodiscard]] bool ready_locked() const noexcept XTHREAD_REQUIRES(mutex_);
+  /// A post that found the host waiting, from before its push to its fd write (see posting_).
+  class PostGuard;
+  /// close_and_wait(), after stop(): waits until no such post is inside its span.
+  void wait_for_posts() noexcept;
+  /// Moves the posts waiting in the inbox into the run queue, oldest first (and publishes).
+  void take_posts_locked() noexcept XTHREAD_REQUIRES(mutex_);
+  /// take_posts_locked() for the last time: the inbox closes, later posts fail (stop()). The wake a
+  /// sleeping loop needs to notice.
+  [[nodiscard]] Wake close_posts_locked() noexcept XTHREAD_REQUIRES(mutex_);
+  /// run_ready() with nothing ready: the host waits on the fd from here on (false: a post raced it).
+  [[nodiscard]] bool begin_host_wait() noexcept XTHREAD_REQUIRES(mutex_);
+  void queue_posts_locked(TaskList posts) noexcept XTHREAD_REQUIRES(mutex_);
   /// Mirrors the run queue's bits and the inbox's state into nonempty_ (after every change of them).
   void publish_locked() noexcept XTHREAD_REQUIRES(mutex_);
-  [[nodiscard]] Waker::Wake claim_wake() noexcept XTHREAD_REQUIRES(mutex_) { return waker_.claim(); }
+  [[nodiscard]] Wake claim_wake() noexcept XTHREAD_REQUIRES(mutex_) { return inbox_.claim(); }
+  /// The loop thread, after a park or host wait ended: counts a producer's wake-up.
+  void end_sleep() noexcept;
   /// Enters run() or run_ready() on the calling thread (std::logic_error if another thread is inside).
   /// False when the loop is closed (then nothing was entered).
   bool enter_run() XTHREAD_EXCLUDES(mutex_);
@@ -155,30 +180,44 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
     const int exceptions_at_entry_;
   };
 
-  mutable Mutex mutex_;
-  RunQueue queue_ XTHREAD_GUARDED_BY(mutex_);
-  TimerInbox timer_inbox_ XTHREAD_GUARDED_BY(mutex_);
-  bool running_ XTHREAD_GUARDED_BY(mutex_) = false;
-  // Mirror of queue_.mask() plus kTimersBit (publish_locked); written under mutex_, read without it
-  // by the running loop thread (to preempt a batch, or while polling).
-  std::atomic<std::uint32_t> nonempty_{0};
-  Waker waker_;
-  std::atomic<std::uint32_t> run_exit_word_{0};  // 1 while a thread is inside run()
+  // The members sit in four groups of cache lines, by who writes them and who reads them, so that a
+  // post touches only the first two (and the third when it wakes a host) and the loop's own writes
+  // never land on a line a post reads.
+  //
+  // 1. The one word every post writes (the loop's sleep state is in it); the loop polls and takes it.
+  alignas(64) PostInbox inbox_;  // the loop's side under mutex_ (but park() and end_sleep())
+  // 2. Read by posts and calls, written only as the loop starts, stops or closes.
+  // Set once at construction; null unless the loop monitors. Recorded into by the loop thread.
+  alignas(64) const std::unique_ptr<LoopRecorder> monitor_;
+  // The thread inside run()/run_ready(), or the host between run_ready() calls; written under mutex_
+  // (set_loop_thread), read anywhere; the wait-for graph's view of this loop.
+  WaitTarget loop_thread_;
   // The thread inside run()/run_ready(), from enter_run() until leave_run() is done with *this (past
   // loop_thread_'s reset: the discards at exit run destructors of tasks); written only by that thread,
   // so only that thread can read its own id here. close_and_wait() on it would wait for itself.
   std::atomic<std::thread::id> inside_thread_{};
   std::atomic<bool> stop_requested_{false};
   std::atomic<bool> closed_{false};
-  // The thread inside run()/run_ready(), or the host between run_ready() calls; written under mutex_
-  // (set_loop_thread), read anywhere; the wait-for graph's view of this loop.
-  WaitTarget loop_thread_;
-  std::atomic<std::uint64_t> tasks_run_{0};
-  // Set once at construction; null unless the loop monitors. Recorded into by the loop thread.
-  const std::unique_ptr<LoopRecorder> monitor_;
+  std::atomic<std::uint32_t> run_exit_word_{0};  // 1 while a thread is inside run()
+  // 3. Posts that found the host waiting, between their push and their fd write (count), and
+  // kCloserWaits once close_and_wait() waits for them (PostGuard): the fd closes with *this.
+  alignas(64) std::atomic<std::uint32_t> posting_{0};
+  static constexpr std::uint32_t kCloserWaits = 1u << 31;
+  // 4. The loop's own: its mutex and what it guards, and what the loop thread writes as it runs.
+  alignas(64) mutable Mutex mutex_;
+  Waker waker_;  // its fd is made under mutex_; its counts are the loop thread's
+  RunQueue queue_ XTHREAD_GUARDED_BY(mutex_);
+  TimerInbox timer_inbox_ XTHREAD_GUARDED_BY(mutex_);
+  bool running_ XTHREAD_GUARDED_BY(mutex_) = false;
+  // Mirror of queue_.mask() plus kTimersBit (publish_locked); written under mutex_, read without it
+  // by the running loop thread (to preempt a batch, or while polling).
+  std::atomic<std::uint32_t> nonempty_{0};
+  std::atomic<std::uint64_t> tasks_run_{0};  // written by the loop thread after every task; stats() reads it
   // Loop thread only (the thread inside run(); handed over through mutex_ between runs):
   TimerSet timers_;
   Streaks streaks_;
+  std::size_t uncounted_level_ = kLevels;  // a finished batch's level whose last task streaks_ has yet to count
+  bool sleeping_ = false;  // a park or host wait began (try_park, try_host_wait) and end_sleep() has not run
   ErrorHandler on_error_;
 };
 

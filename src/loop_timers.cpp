@@ -49,9 +49,9 @@ bool LoopCore::add_timer(const std::shared_ptr<TimerState>& timer, std::chrono::
   }
   timer_inbox_.add(timer);  // may throw bad_alloc: nothing has changed then
   publish_locked();
-  const Waker::Wake wake = claim_wake();
+  const Wake wake = claim_wake();
   lock.unlock();
-  waker_.deliver(wake);
+  PostInbox::deliver(wake);
   return true;
 }
 
@@ -68,9 +68,9 @@ bool LoopCore::cancel_timer(const std::shared_ptr<TimerState>& timer) noexcept {
   if (core->closed_.load(std::memory_order_relaxed)) return true;  // the closing loop disposes of every timer
   core->timer_inbox_.cancel(timer);
   core->publish_locked();
-  const Waker::Wake wake = core->claim_wake();
+  const Wake wake = core->claim_wake();
   lock.unlock();
-  core->waker_.deliver(wake);
+  PostInbox::deliver(wake);
   return true;
 }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "xthread/detail/parking.hpp"
 
+#include "futex_address.hpp"
+
 #include <algorithm>
 #include <thread>
 
@@ -17,7 +19,7 @@ namespace xthread::detail {
 static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t), "futex needs a plain 32-bit word");
 
 #if defined(__linux__)
-void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
+void futex_wait_address(const void* address, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
   timespec relative{};
   timespec* relative_pointer = nullptr;
   if (timeout.count() >= 0) {
@@ -26,8 +28,15 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::c
     relative_pointer = &relative;
   }
   note_parking();
-  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, expected, relative_pointer, nullptr,
-          0);
+  syscall(SYS_futex, address, FUTEX_WAIT_PRIVATE, expected, relative_pointer, nullptr, 0);
+}
+
+void futex_wake_address(const void* address) noexcept {
+  note_handed_over(static_cast<int>(syscall(SYS_futex, address, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0)));
+}
+
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
+  futex_wait_address(&word, expected, timeout);
 }
 
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
@@ -49,6 +58,15 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::c
     std::this_thread::sleep_for(std::min(timeout, std::chrono::nanoseconds{std::chrono::milliseconds{1}}));
   }
 }
+// Without a futex, a parked loop only notices posts at its timeout: the fallback polls every 1 ms.
+void futex_wait_address(const void* /*address*/, std::uint32_t /*expected*/,
+                        std::chrono::nanoseconds timeout) noexcept {
+  note_parking();
+  std::this_thread::sleep_for(timeout.count() < 0
+                                  ? std::chrono::nanoseconds{std::chrono::milliseconds{1}}
+                                  : std::min(timeout, std::chrono::nanoseconds{std::chrono::milliseconds{1}}));
+}
+void futex_wake_address(const void* /*address*/) noexcept {}
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept { word.notify_one(); }
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept { word.notify_all(); }
 #endif

@@ -7,23 +7,11 @@
 #include <cerrno>
 #include <system_error>
 
-#include "xthread/detail/parking.hpp"
-
 namespace xthread::detail {
 
 Waker::~Waker() {
   const int fd = fd_.load(std::memory_order_acquire);
   if (fd >= 0) ::close(fd);
-}
-
-void Waker::set_parked() noexcept {
-  word_.store(kParked, std::memory_order_relaxed);  // relaxed: producers read it under the loop's mutex
-  parks_.fetch_add(1, std::memory_order_relaxed);   // relaxed: a statistic
-}
-
-void Waker::set_host_waiting() noexcept {
-  word_.store(kHostWaiting, std::memory_order_relaxed);  // relaxed: under the loop's mutex
-  parks_.fetch_add(1, std::memory_order_relaxed);        // relaxed: a statistic
 }
 
 int Waker::make_fd() {
@@ -34,14 +22,6 @@ int Waker::make_fd() {
   // release: producers that load the fd (signal_fd) see it fully made.
   fd_.store(fd, std::memory_order_release);
   return fd;
-}
-
-void Waker::deliver_slow(Wake wake) noexcept {
-  if (wake == Wake::futex) {
-    futex_wake_one(word_);
-  } else if (wake == Wake::fd) {
-    signal_fd();
-  }
 }
 
 void Waker::signal_fd() noexcept {
@@ -59,7 +39,5 @@ void Waker::drain_fd() noexcept {
     [[maybe_unused]] const auto read_bytes = ::read(fd, &value, sizeof value);
   }
 }
-
-void Waker::park(std::chrono::nanoseconds timeout) noexcept { futex_wait(word_, kParked, timeout); }
 
 }  // namespace xthread::detail

@@ -4,6 +4,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <vector>
@@ -34,5 +35,21 @@ inline void idle_gap(benchmark::State& state) {
   wait_gap(kIdleGap);
   state.ResumeTiming();
 }
+
+/// The completion every fire-and-forget post benchmark waits for, the same for every contender: each
+/// task bumps a counter and the one that reaches the target wakes the measuring thread, which parks on
+/// the counter meanwhile.
+struct Completion {
+  std::atomic<int> ran{0};
+  int target = 0;
+  void task() {
+    if (ran.fetch_add(1, std::memory_order_acq_rel) + 1 == target) ran.notify_one();
+  }
+  void wait() {
+    for (int seen = ran.load(std::memory_order_acquire); seen < target; seen = ran.load(std::memory_order_acquire)) {
+      ran.wait(seen, std::memory_order_acquire);
+    }
+  }
+};
 
 }  // namespace xthread_micro

@@ -7,7 +7,6 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 
-#include <atomic>
 #include <stdexcept>
 
 #include "micro_support.hpp"
@@ -18,20 +17,7 @@ namespace {
 constexpr int kTasks = 200'000;
 constexpr std::size_t kThreads = 2;
 
-/// The same task and the same completion wait for every pool: each task bumps a counter and the one
-/// that reaches the target wakes the producer, which parks on the counter meanwhile.
-struct Completion {
-  std::atomic<int> ran{0};
-  int target = 0;
-  void task() {
-    if (ran.fetch_add(1, std::memory_order_acq_rel) + 1 == target) ran.notify_one();
-  }
-  void wait() {
-    for (int seen = ran.load(std::memory_order_acquire); seen < target; seen = ran.load(std::memory_order_acquire)) {
-      ran.wait(seen, std::memory_order_acquire);
-    }
-  }
-};
+using xthread_micro::Completion;
 
 template <class Post>
 void run_empty_posts(benchmark::State& state, Post&& post) {

@@ -5,6 +5,9 @@
 //     test thread, from a task on the host thread, or from one of the producers, at a random moment;
 //   - stop() against a host that polls run_ready() (a game loop's frames), from the test thread or a
 //     task: the stopped loop's fd is readable every time (a host sleeping on it must notice);
+//   - a hosted loop destroyed while its callers' posts find the host waiting: those posts write the
+//     loop's eventfd after their push, so the fd must stay open until they are done (TSan reports the
+//     close racing the write otherwise), and each caller gets its value or ClosedError;
 //   - exactly-once ledger: every task object is destroyed exactly once, and runs at most once, on the
 //     host thread; a post() that returned false never runs; once the host has returned, every accepted
 //     task has run or been discarded; every call_sync returns its value or throws ClosedError (and
@@ -12,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <future>
 #include <latch>
@@ -23,6 +27,7 @@
 
 #include "../loop_hosts.hpp"
 #include "stress_support.hpp"
+#include "xthread/errors.hpp"
 #include "xthread/event_loop.hpp"
 #include "xthread/thread_safe_function.hpp"
 
@@ -212,4 +217,44 @@ TEST(HostedLoopStress, StopRacingAPollingHostLeavesTheFdReadable) {
   std::printf("[stress] polling host vs stop: %llu of %llu stopped loops had a fd that was not readable\n",
               static_cast<unsigned long long>(not_readable), static_cast<unsigned long long>(rounds));
   EXPECT_EQ(not_readable, 0u);
+}
+
+TEST(HostedLoopStress, DestroyingAHostedLoopWhilePostsWakeItsHostKeepsTheFdOpenUntilTheyWrote) {
+  xthread_stress::Watchdog watchdog("hosted loop destroyed while posts wake it");
+  std::minstd_rand random(29);
+  std::atomic<std::uint64_t> answered{0};
+  std::atomic<std::uint64_t> closed{0};
+  xthread_stress::run_rounds("hosted loop destroyed under invoke_sync callers", xthread_stress::Limits::scaled(2'000),
+                             watchdog, [&](std::uint64_t) {
+    auto loop = std::make_unique<xthread::EventLoop>();
+    xthread::EventLoop& target = *loop;
+    (void)target.wakeup_fd();
+    auto host = std::make_unique<xthread_test::RunningLoop>(target, xthread_test::LoopDriver::epoll, "stress-hwake");
+    constexpr int kCallers = 3;
+    std::atomic<int> answered_now{0};
+    std::vector<std::thread> callers;
+    for (int c = 0; c < kCallers; ++c) {
+      callers.emplace_back([&, c] {
+        // The first post finds the idle host waiting and writes its fd after the push.
+        try {
+          EXPECT_EQ(target.invoke_sync([c] { return c; }), c);
+          answered_now.fetch_add(1);
+          answered.fetch_add(1, std::memory_order_relaxed);
+        } catch (const xthread::ClosedError&) {
+          closed.fetch_add(1, std::memory_order_relaxed);
+        }
+      });
+    }
+    // Every caller has pushed (answered, or its task still in the loop) before the loop goes; one may
+    // still be writing the fd after its push when the destruction below closes it.
+    while (answered_now.load() + static_cast<int>(target.stats().pending) < kCallers) std::this_thread::yield();
+    const auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(random() % 2'000);
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    host.reset();  // stops the loop; the host unregisters the fd and returns
+    loop.reset();  // closes the fd, after every post that found the host waiting has written it
+    for (std::thread& caller : callers) caller.join();
+  });
+  std::printf("[stress] hosted destroy: %llu calls answered, %llu got ClosedError\n",
+              static_cast<unsigned long long>(answered.load()), static_cast<unsigned long long>(closed.load()));
 }

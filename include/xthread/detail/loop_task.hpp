@@ -25,10 +25,10 @@ class WaitTarget;
 /// disposes of itself inside it (delete, return to a pool, or signal a waiting caller's stack frame).
 class LoopTask {
  public:
-  LoopTask* next = nullptr;  // owned by whichever list holds the task (under LoopCore's mutex while queued)
-  // When the task was queued, for a monitoring loop's queue delay (EventLoop::Options::monitor): set
-  // by post() only while the loop monitors, and to a timer's due time when it is queued.
+  LoopTask* next = nullptr;  // owned by whichever list holds the task (its post inbox, then its run queue)
+  // Queue time for a monitoring loop's queue delay (set by post() only then), or a timer's due time.
   SteadyClock::time_point queued_at{};
+  std::uint8_t posted = 0;  // post(): its run queue level and flags, read as the loop queues it (src/)
   /// Runs on the loop thread.
   virtual void run(LoopCore& core) noexcept = 0;
   /// The loop closed before the task could run. Runs on the thread that closes the loop.

@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: MIT
+// src/futex_address.hpp — futex wait and wake on a raw address (internal): the loop parks on the low
+// 32 bits of its post inbox word (src/post_inbox.hpp), which is wider than a futex word.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace xthread::detail {
+
+/// futex_wait (xthread/detail/parking.hpp) on the 32-bit word at `address`.
+void futex_wait_address(const void* address, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept;
+/// futex_wake_one on `address`: only passes the address to the kernel, so it is safe on an address
+/// whose object was just destroyed (it wakes nobody, or one futex waiter spuriously).
+void futex_wake_address(const void* address) noexcept;
+
+}  // namespace xthread::detail

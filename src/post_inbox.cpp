@@ -1,0 +1,49 @@
+// SPDX-License-Identifier: MIT
+#include "post_inbox.hpp"
+
+#include <unistd.h>
+
+#include "futex_address.hpp"
+
+namespace xthread::detail {
+
+void PostInbox::park(std::chrono::nanoseconds timeout) noexcept {
+  futex_wait_address(&word_, static_cast<std::uint32_t>(kParked), timeout);  // the word's low half (little-endian)
+}
+
+void PostInbox::deliver(const Wake& wake) noexcept {
+  if (wake.kind == Wake::Kind::futex) {
+    futex_wake_address(wake.address);
+  } else if (wake.kind == Wake::Kind::fd && wake.fd >= 0) {  // a host without an fd calls on its own schedule
+    const std::uint64_t one = 1;
+    // Cannot block (EFD_NONBLOCK); EAGAIN only when the counter is near 2^64: readable anyway.
+    [[maybe_unused]] const auto written = ::write(wake.fd, &one, sizeof one);
+  }
+}
+
+std::size_t PostInbox::size() const noexcept {
+  std::size_t count = 0;
+  // acquire: the tasks' links were published by their pushes. Tasks leave only by the loop's side.
+  const std::uintptr_t word = word_.load(std::memory_order_acquire);
+  if (!has_tasks(word)) return 0;
+  for (const LoopTask* task = task_in(word); task != nullptr; task = task->next) {
+    ++count;
+  }
+  return count;
+}
+
+TaskList PostInbox::oldest_first(LoopTask* newest) noexcept {
+  TaskList list;
+  list.tail = newest;
+  LoopTask* older = nullptr;
+  while (newest != nullptr) {
+    LoopTask* const next = newest->next;
+    newest->next = older;
+    older = newest;
+    newest = next;
+  }
+  list.head = older;
+  return list;
+}
+
+}  // namespace xthread::detail
