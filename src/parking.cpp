@@ -39,10 +39,7 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::c
   futex_wait_address(&word, expected, timeout);
 }
 
-void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept {
-  note_handed_over(static_cast<int>(
-      syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0)));
-}
+void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept { futex_wake_address(&word); }
 
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept {
   note_handed_over(static_cast<int>(syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE,

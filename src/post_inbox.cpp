@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "post_inbox.hpp"
 
-#include <unistd.h>
-
 #include "futex_address.hpp"
+#include "waker.hpp"
 
 namespace xthread::detail {
 
@@ -14,10 +13,8 @@ void PostInbox::park(std::chrono::nanoseconds timeout) noexcept {
 void PostInbox::deliver(const Wake& wake) noexcept {
   if (wake.kind == Wake::Kind::futex) {
     futex_wake_address(wake.address);
-  } else if (wake.kind == Wake::Kind::fd && wake.fd >= 0) {  // a host without an fd calls on its own schedule
-    const std::uint64_t one = 1;
-    // Cannot block (EFD_NONBLOCK); EAGAIN only when the counter is near 2^64: readable anyway.
-    [[maybe_unused]] const auto written = ::write(wake.fd, &one, sizeof one);
+  } else if (wake.kind == Wake::Kind::fd) {
+    Waker::signal(wake.fd);
   }
 }
 

@@ -24,9 +24,7 @@ int Waker::make_fd() {
   return fd;
 }
 
-void Waker::signal_fd() noexcept {
-  // acquire: pairs with make_fd()'s release store (the fd is fully made).
-  const int fd = fd_.load(std::memory_order_acquire);
+void Waker::signal(int fd) noexcept {
   if (fd < 0) return;  // a host without an fd calls run_ready() on its own schedule
   const std::uint64_t one = 1;
   // Cannot block (EFD_NONBLOCK); EAGAIN only when the counter is near 2^64: readable anyway.

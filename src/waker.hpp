@@ -21,12 +21,14 @@ class Waker {
   Waker& operator=(const Waker&) = delete;
   ~Waker();
 
-  /// The hosting eventfd, made at the first call; std::system_error if eventfd fails. The caller signals it once made (readable at first: whatever is queued runs at the
-  /// host's first call).
+  /// The hosting eventfd, made at the first call; std::system_error if eventfd fails. The caller
+  /// signals it once made (readable at first: whatever is queued runs at the host's first call).
   [[nodiscard]] int make_fd();
   [[nodiscard]] int fd() const noexcept { return fd_.load(std::memory_order_acquire); }
   /// Makes the eventfd readable (if there is one).
-  void signal_fd() noexcept;
+  void signal_fd() noexcept { signal(fd()); }
+  /// Any thread: makes eventfd `fd` readable (nothing when `fd` < 0); touches no Waker's memory.
+  static void signal(int fd) noexcept;
   /// Reads the eventfd's counter to zero (if there is one).
   void drain_fd() noexcept;
   /// Loop thread: polls `ready` before the loop parks, as long as the wait policy allows and at most
