@@ -23,6 +23,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <chrono>
@@ -32,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "micro_support.hpp"
 #include "xthread/xthread.hpp"
@@ -103,9 +105,12 @@ void RoundTrip_SpinFloor(benchmark::State& state) {
 
 /// call_sync (or call_sync_with, when `options` is given) round trips into `loop`'s thread.
 /// `monitor`: with the function's monitor on (ThreadSafeFunction::Options::monitor).
+/// `max_queue`: the function's queue bound (Options::max_queue; 0 = unbounded).
 void measure_call_sync(benchmark::State& state, xthread::EventLoop& loop, bool idle,
-                       std::optional<xthread::CallOptions> options = std::nullopt, bool monitor = false) {
-  xthread::ThreadSafeFunction<int(int)> increment{loop, [](int x) { return x + 1; }, {.monitor = monitor}};
+                       std::optional<xthread::CallOptions> options = std::nullopt, bool monitor = false,
+                       std::size_t max_queue = 0) {
+  xthread::ThreadSafeFunction<int(int)> increment{
+      loop, [](int x) { return x + 1; }, {.max_queue = max_queue, .monitor = monitor}};
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
@@ -128,6 +133,59 @@ void RoundTrip_CallSync(benchmark::State& state, bool idle) {
 void RoundTrip_CallSyncMonitored(benchmark::State& state, bool loop_too) {
   xthread::LoopThread worker{"micro-loop", {.monitor = loop_too}};
   measure_call_sync(state, worker.loop(), /*idle=*/false, std::nullopt, /*monitor=*/true);
+}
+
+/// The monitor's cost measured in place (issue #27: ≤ 1.05×): one loop, two functions on it, one with
+/// its monitor on, called in alternating blocks (A B B A) from the same thread, so both meet the same
+/// CPUs and the same moment. Each block's p50 per call; reported: the median over blocks of each, and
+/// `on_off` = the median of the ratios of adjacent blocks (one A and one B each).
+void RoundTrip_CallSyncMonitorPaired(benchmark::State& state) {
+  xthread::LoopThread worker{"micro-loop"};
+  xthread::ThreadSafeFunction<int(int)> off{worker.loop(), [](int x) { return x + 1; }};
+  xthread::ThreadSafeFunction<int(int)> on{worker.loop(), [](int x) { return x + 1; }, {.monitor = true}};
+  constexpr int kBlock = 200;
+  std::vector<double> block(kBlock);
+  std::vector<double> offs;
+  std::vector<double> ons;
+  std::vector<double> ratios;
+  int value = 0;
+  const auto run_block = [&](xthread::ThreadSafeFunction<int(int)>& f) {
+    for (int i = 0; i < kBlock; ++i) {
+      const auto start = Clock::now();
+      value = f.call_sync(value);
+      block[static_cast<std::size_t>(i)] = static_cast<double>((Clock::now() - start).count());
+    }
+    std::nth_element(block.begin(), block.begin() + kBlock / 2, block.end());
+    return block[kBlock / 2];
+  };
+  for (int i = 0; i < 50; ++i) value = off.call_sync(on.call_sync(value));  // warm both
+  std::size_t round = 0;
+  for (auto _ : state) {
+    // A B, then B A: neither always goes first.
+    const bool off_first = (round++ % 2) == 0;
+    const double first = run_block(off_first ? off : on);
+    const double second = run_block(off_first ? on : off);
+    const double a = off_first ? first : second;
+    const double b = off_first ? second : first;
+    offs.push_back(a);
+    ons.push_back(b);
+    ratios.push_back(b / a);
+  }
+  benchmark::DoNotOptimize(value);
+  const auto median = [](std::vector<double>& v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  state.counters["off_p50_ns"] = median(offs);
+  state.counters["on_p50_ns"] = median(ons);
+  state.counters["on_off"] = median(ratios);
+}
+
+/// call_sync into a function with a bounded queue (Options::max_queue = 64): its callers read the loop
+/// side's count of dequeued calls to admit a call (detail/call_gate.hpp), which an unbounded one's never do.
+void RoundTrip_CallSyncBounded(benchmark::State& state) {
+  xthread::LoopThread worker{"micro-loop"};
+  measure_call_sync(state, worker.loop(), /*idle=*/false, std::nullopt, /*monitor=*/false, /*max_queue=*/64);
 }
 
 void RoundTrip_CallSyncWith(benchmark::State& state, bool idle) {
@@ -361,6 +419,8 @@ BENCHMARK_CAPTURE(RoundTrip_CallSync, hot, false)->UseRealTime()->Iterations(20'
 BENCHMARK_CAPTURE(RoundTrip_CallSync, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncMonitored, function, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncMonitored, function_and_loop, true)->UseRealTime()->Iterations(20'000);
+BENCHMARK(RoundTrip_CallSyncMonitorPaired)->UseRealTime()->Iterations(100);
+BENCHMARK(RoundTrip_CallSyncBounded)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncFromLoop, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncFromLoop, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(RoundTrip_CallSyncWith, hot, false)->UseRealTime()->Iterations(20'000);

@@ -299,9 +299,9 @@ class ThreadSafeFunction<R(Args...)> {
               options.max_queue == 0 ? 256 : std::min<std::size_t>(options.max_queue, 4096))),
           // Allocated now, so closing never needs memory and the finalizer cannot be lost to bad_alloc.
           finalizer_task(options.finalizer ? std::make_unique<FinalizerTask>(std::move(options.finalizer)) : nullptr),
-          gate(options.max_queue, [this] { schedule_finalizer(); }),
           monitor(options.monitor ? detail::make_call_recorder() : nullptr),
-          priority(options.priority) {}
+          priority(options.priority),
+          gate(options.max_queue, [this] { schedule_finalizer(); }) {}
 
     /// Called once by the gate, on the thread that finished closing the function.
     void schedule_finalizer() noexcept {
@@ -310,14 +310,17 @@ class ThreadSafeFunction<R(Args...)> {
       if (!detail::loop_post(*core, task, Priority::normal)) task->run_here();  // loop gone: run it here
     }
 
+    // By who writes what: first what calls only read, then the gate (its own lines: one producers
+    // write, one the loop writes, one both read), then what the callers write; so a call moves no
+    // line between a caller and the loop (docs/thread-safe-function.md, "The gate").
     std::shared_ptr<detail::LoopCore> core;
     detail::UniqueFunction<R(Args...)> callee;  // loop thread only
     std::shared_ptr<detail::RecyclingPool> pool;
     std::unique_ptr<FinalizerTask> finalizer_task;  // released once, by the thread that finalizes
-    detail::CallGate gate;
-    detail::ReplyEstimate replies;              // call_sync's partner estimate (detail/wait_policy.hpp)
     const std::shared_ptr<detail::CallRecorder> monitor;  // Options::monitor; null when off
-    const Priority priority;                    // Options::priority
+    const Priority priority;                              // Options::priority
+    detail::CallGate gate;
+    alignas(64) detail::ReplyEstimate replies;  // call_sync's partner estimate (detail/wait_policy.hpp)
   };
 
   /// The instant a call is issued, read only while the function monitors.

@@ -13,10 +13,18 @@
 
 namespace xthread::detail {
 
-/// One word of state holds everything a call's admission depends on, so every decision (admit, full,
-/// closing, finalize, wake the blocked producers) is made by a single read-modify-write on that word
-/// and the total modification order of one atomic makes the handshakes correct by construction —
-/// there is no pair of flags whose two sides must see each other.
+/// Admission, the queue bound, closing and the drained signal, in three groups of cache lines by who
+/// writes them, so that a call on an unbounded function moves no line between its caller and the loop:
+/// - the admission word, written by producers (and close): calls admitted so far, and whether closing;
+/// - the loop side's counters: calls dequeued and calls completed so far (monotonic);
+/// - read-mostly flags: closing and aborted (written once, by close()), and whether a producer waits for
+///   a slot (written only when a bounded queue is full); the loop side reads them for every call.
+/// The queue's length is admitted − dequeued, and the calls in flight admitted − completed. A decision
+/// that involves both sides (a bounded queue's slot freeing for a producer that flags itself asleep; the
+/// last completion meeting close()) is a sequentially consistent write to one word followed by a
+/// sequentially consistent load of the other, by both sides, so at least one of them sees the other
+/// (docs/thread-safe-function.md, "The gate"). A bounded queue's producers read the loop side's line
+/// only when the queue looks full.
 ///
 /// A call goes through three steps: enter (admitted: counts as queued and in flight), dequeued (the
 /// loop took it off its queue to run or discard it: the queue slot is free again, as in Node-API,
@@ -58,7 +66,7 @@ class CallGate {
   CallGate& operator=(const CallGate&) = delete;
 
   /// Any thread; never blocks. `ignore_bound`: the loop's own thread, which must never wait for
-  /// itself to drain the queue. Returns `full` also when the counters would overflow (2^30 calls).
+  /// itself to drain the queue.
   Admission try_enter(bool ignore_bound = false) noexcept;
   /// Any thread. Blocks while the queue is full. Returns admitted or closing.
   Admission enter() XTHREAD_EXCLUDES(mutex_);
@@ -66,9 +74,10 @@ class CallGate {
   /// (FIFO among waiters) and later gets exactly one on_admitted() / on_refused(), on the thread that
   /// frees a slot (dequeued) or closes the gate — possibly before this call has returned.
   Admission enter_or_wait(Waiter& waiter) XTHREAD_EXCLUDES(mutex_);
-  /// The loop took an admitted call off its queue: frees its queue slot and wakes blocked producers.
+  /// The loop side (the loop's thread, or a producer whose post failed): the loop took an admitted call
+  /// off its queue. Frees its queue slot, and wakes producers waiting for one.
   void dequeued() noexcept XTHREAD_EXCLUDES(mutex_);
-  /// An admitted call is over (ran, or failed without running). May run on_drained.
+  /// The loop side: an admitted call is over (ran, or failed without running). May run on_drained.
   void completed() noexcept;
   /// dequeued() + completed(), for an admitted call that never reached the loop's queue.
   void cancel_admission() noexcept {
@@ -76,12 +85,12 @@ class CallGate {
     completed();
   }
 
-  [[nodiscard]] bool open() const noexcept { return (state_.load(std::memory_order_acquire) & kClosing) == 0; }
-  [[nodiscard]] bool aborted() const noexcept { return (state_.load(std::memory_order_acquire) & kAborted) != 0; }
+  /// Any thread: not closing (no abort(), and references left).
+  [[nodiscard]] bool open() const noexcept { return (flags_.load(std::memory_order_acquire) & kClosing) == 0; }
+  /// Any thread: abort() was called.
+  [[nodiscard]] bool aborted() const noexcept { return (flags_.load(std::memory_order_acquire) & kAborted) != 0; }
   /// Calls admitted and not yet dequeued (a snapshot).
-  [[nodiscard]] std::size_t queued() const noexcept {
-    return static_cast<std::size_t>(state_.load(std::memory_order_relaxed) & kQueuedMask);
-  }
+  [[nodiscard]] std::size_t queued() const noexcept;
 
   /// Node-API reference counting. acquire() throws ClosedError once closing. release() throws
   /// std::logic_error when no reference is left; after another thread's abort() a balanced release()
@@ -93,34 +102,44 @@ class CallGate {
   void release_all() noexcept XTHREAD_EXCLUDES(mutex_);
 
  private:
-  // Layout of state_: bits 0..29 queued calls, bits 30..60 in-flight calls, then three flags.
-  // kWaiters: some producer waits for a slot (asleep on space_, or queued as a Waiter).
-  static constexpr std::uint64_t kQueuedOne = 1;
-  static constexpr std::uint64_t kQueuedMask = (std::uint64_t{1} << 30) - 1;
-  static constexpr unsigned kInFlightShift = 30;
-  static constexpr std::uint64_t kInFlightOne = std::uint64_t{1} << kInFlightShift;
-  static constexpr std::uint64_t kInFlightMask = ((std::uint64_t{1} << 31) - 1) << kInFlightShift;
-  static constexpr std::uint64_t kWaiters = std::uint64_t{1} << 61;  // producers sleep on space_
+  // The admission word: bits 0..61 calls admitted so far, and kClosing. flags_: kClosing and kAborted.
+  static constexpr std::uint64_t kAdmittedMask = (std::uint64_t{1} << 62) - 1;
   static constexpr std::uint64_t kAborted = std::uint64_t{1} << 62;
   static constexpr std::uint64_t kClosing = std::uint64_t{1} << 63;
 
-  static std::uint64_t queued_of(std::uint64_t state) noexcept { return state & kQueuedMask; }
-  static std::uint64_t in_flight_of(std::uint64_t state) noexcept { return (state & kInFlightMask) >> kInFlightShift; }
-  [[nodiscard]] bool is_full(std::uint64_t state, bool ignore_bound) const noexcept;
+  static std::uint64_t admitted_of(std::uint64_t word) noexcept { return word & kAdmittedMask; }
+  /// Whether a producer that read `word` and then `dequeued` must wait (or, for try_enter, fail).
+  [[nodiscard]] bool is_full(std::uint64_t word, std::uint64_t dequeued, bool ignore_bound) const noexcept;
+  /// The admission word's CAS loop with the bound: admitted, full or closing; `word` is updated.
+  Admission admit(std::uint64_t& word, bool ignore_bound) noexcept;
 
   void close(bool aborting) noexcept XTHREAD_EXCLUDES(mutex_);
   void wake_waiters() noexcept XTHREAD_EXCLUDES(mutex_);
+  /// Runs on_drained once the gate is closing and every admitted call completed; the first thread to
+  /// see both runs it (drained_ decides).
+  void drain_if_done(std::uint64_t completed) noexcept;
 
   /// cancel_admission() without waking anyone (wake_waiters' own undo of a failed post).
   void undo_admission() noexcept;
 
+  // Producers' line: the admission word, and the loop side's dequeued count as a producer last read it
+  // (a bounded queue's producers read the loop side's line only when the queue looks full by it).
+  alignas(64) std::atomic<std::uint64_t> word_{0};
+  std::atomic<std::uint64_t> dequeued_seen_{0};
+  // The loop side's line (also written by cancel_admission on a producer, rarely).
+  alignas(64) std::atomic<std::uint64_t> dequeued_{0};
+  std::atomic<std::uint64_t> completed_{0};
+  // Read-mostly: kClosing and kAborted, set by close() before it closes word_; and whether some
+  // producer waits for a slot (asleep on space_, or queued as a Waiter), set and cleared under mutex_.
+  alignas(64) std::atomic<std::uint64_t> flags_{0};
+  std::atomic<bool> waiting_{false};
+  std::atomic<bool> drained_{false};
   const std::size_t max_queue_;  // 0 = unbounded
   std::function<void()> on_drained_;
-  std::atomic<std::uint64_t> state_{0};
   Mutex mutex_;  // guards references_ and the waiter list; blocked producers wait on space_ with it
   std::condition_variable space_;
   std::size_t references_ XTHREAD_GUARDED_BY(mutex_) = 1;
-  // Producers waiting without a thread, oldest first. Non-empty implies kWaiters is set in state_.
+  // Producers waiting without a thread, oldest first. Non-empty implies waiting_.
   Waiter* waiters_head_ XTHREAD_GUARDED_BY(mutex_) = nullptr;
   Waiter* waiters_tail_ XTHREAD_GUARDED_BY(mutex_) = nullptr;
 };
