@@ -28,9 +28,11 @@ CallGate::Admission CallGate::admit(std::uint64_t& word, bool ignore_bound) noex
       // one, so a queue with room by it has room. Only a queue full by it costs a read of the loop
       // side's line. seq_cst: with the producer's own flag store before it (enter, enter_or_wait), one
       // side of the dequeued()/waiting_ handshake sees the other; a producer waits only on a real read.
-      if (is_full(word, dequeued_seen_.load(std::memory_order_relaxed), false)) {
+      // acquire/release: the dequeues behind a copied count happen before this admission, so the copy
+      // never exceeds the count this admission's CAS is ordered after (free on x86).
+      if (is_full(word, dequeued_seen_.load(std::memory_order_acquire), false)) {
         const std::uint64_t dequeued = dequeued_.load(std::memory_order_seq_cst);
-        dequeued_seen_.store(dequeued, std::memory_order_relaxed);  // relaxed: a hint; an older one is safe too
+        dequeued_seen_.store(dequeued, std::memory_order_release);  // an older copy is safe too
         if (is_full(word, dequeued, false)) return Admission::full;
       }
     } else if (is_full(word, 0, true)) {

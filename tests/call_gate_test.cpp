@@ -132,12 +132,20 @@ TEST(CallGate, ABlockedProducerIsAdmittedByADequeueOrRefusedByAClose) {
   ASSERT_EQ(d.gate.try_enter(), Admission::admitted);
   std::atomic<int> result{-1};
   std::thread producer([&] { result.store(static_cast<int>(d.gate.enter())); });
-  d.gate.dequeued();  // before or after the producer went to sleep: either way it gets the slot
+  // The producer flags itself before its last look at the queue and its sleep: from here on only a
+  // wake-up (a lost one hangs the test) lets it out.
+  while (!d.gate.has_waiting_producer()) std::this_thread::yield();
+  d.gate.dequeued();
   producer.join();
   EXPECT_EQ(result.load(), static_cast<int>(Admission::admitted));
   EXPECT_EQ(d.gate.queued(), 1u);
 
+  // An admitted producer leaves its flag up (the next dequeue clears it): clear it, and fill the queue again.
+  d.gate.dequeued();
+  EXPECT_FALSE(d.gate.has_waiting_producer());
+  ASSERT_EQ(d.gate.try_enter(), Admission::admitted);
   std::thread refused([&] { result.store(static_cast<int>(d.gate.enter())); });
+  while (!d.gate.has_waiting_producer()) std::this_thread::yield();
   d.gate.release_all();
   refused.join();
   EXPECT_EQ(result.load(), static_cast<int>(Admission::closing));

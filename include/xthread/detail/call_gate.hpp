@@ -91,6 +91,10 @@ class CallGate {
   [[nodiscard]] bool aborted() const noexcept { return (flags_.load(std::memory_order_acquire) & kAborted) != 0; }
   /// Calls admitted and not yet dequeued (a snapshot).
   [[nodiscard]] std::size_t queued() const noexcept;
+  /// Any thread, for tests and diagnostics: the flag a producer raises before it looks for a slot one
+  /// last time and sleeps (enter()) or queues itself (enter_or_wait()) is up. One that then found a slot
+  /// or a closing gate leaves it up until the next dequeue or close takes it down.
+  [[nodiscard]] bool has_waiting_producer() const noexcept { return waiting_.load(std::memory_order_acquire); }
 
   /// Node-API reference counting. acquire() throws ClosedError once closing. release() throws
   /// std::logic_error when no reference is left; after another thread's abort() a balanced release()
@@ -136,7 +140,9 @@ class CallGate {
   std::atomic<bool> drained_{false};
   const std::size_t max_queue_;  // 0 = unbounded
   std::function<void()> on_drained_;
-  Mutex mutex_;  // guards references_ and the waiter list; blocked producers wait on space_ with it
+  // Slow paths only (references, a full bounded queue), on lines of their own: taking the mutex does not
+  // dirty the flags the loop reads for every call.
+  alignas(64) Mutex mutex_;  // guards references_ and the waiter list; blocked producers wait on space_ with it
   std::condition_variable space_;
   std::size_t references_ XTHREAD_GUARDED_BY(mutex_) = 1;
   // Producers waiting without a thread, oldest first. Non-empty implies waiting_.
