@@ -23,13 +23,8 @@
 
 namespace {
 using xthread::detail::CallGate;
+using xthread_stress::spin_for;
 using Admission = CallGate::Admission;
-
-void spin_for(std::chrono::nanoseconds duration) {
-  const auto until = std::chrono::steady_clock::now() + duration;
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
 
 TEST(CallGateStress, CloseRacingCompletionsDrainsOnceAndNeverEarly) {
   xthread_stress::Watchdog watchdog("gate close racing completions");

@@ -26,12 +26,7 @@
 #include "xthread/loop_thread.hpp"
 
 namespace {
-
-void spin_for(std::chrono::nanoseconds duration) {
-  const auto until = std::chrono::steady_clock::now() + duration;
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
+using xthread_stress::spin_for;
 
 TEST(LoopPostStress, PostsRacingTheParkAreNeverLost) {
   xthread_stress::Watchdog watchdog("posts racing the park");

@@ -5,6 +5,7 @@
 //   - a stall watchdog: no progress for a while -> every thread's    Watchdog
 //     stack on stderr and exit status 3, never a silent ctest timeout
 //   - the process's resident set size                                resident_set_bytes()
+//   - a busy-wait that spreads a race's timing                       spin_for()
 //
 // Typical test:
 //   TEST(PoolStress, SubmitFromManyThreads) {
@@ -99,6 +100,14 @@ struct Limits {
     return Limits{iterations, time_budget()};
   }
 };
+
+/// Busy-waits `duration` on the steady clock without yielding: a random delay that keeps the thread on
+/// its CPU, to spread a race's timing (not a synchronization).
+inline void spin_for(std::chrono::nanoseconds duration) {
+  const auto until = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
 
 /// The process's current resident set size in bytes (/proc/self/statm), or 0 if it can't be read.
 inline std::size_t resident_set_bytes() {

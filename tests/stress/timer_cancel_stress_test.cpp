@@ -18,15 +18,11 @@
 using namespace std::chrono_literals;
 
 namespace {
+using xthread_stress::spin_for;
 struct Shot {
   std::atomic<bool> cancel_returned{false};
 };
 
-void spin_for(std::chrono::nanoseconds duration) {
-  const auto until = std::chrono::steady_clock::now() + duration;
-  while (std::chrono::steady_clock::now() < until) {
-  }
-}
 }  // namespace
 
 TEST(TimerCancelStress, NoCallbackStartsAfterCancelReturned) {
