@@ -23,20 +23,19 @@ bool CallGate::is_full(std::uint64_t word, std::uint64_t dequeued, bool ignore_b
 CallGate::Admission CallGate::admit(std::uint64_t& word, bool ignore_bound) noexcept {
   for (;;) {
     if ((word & kClosing) != 0) return Admission::closing;
-    if (max_queue_ != 0 && !ignore_bound) {
-      // First the dequeued count producers last read (on their own line): it never exceeds the real
-      // one, so a queue with room by it has room. Only a queue full by it costs a read of the loop
-      // side's line. seq_cst: with the producer's own flag store before it (enter, enter_or_wait), one
-      // side of the dequeued()/waiting_ handshake sees the other; a producer waits only on a real read.
-      // acquire/release: the dequeues behind a copied count happen before this admission, so the copy
-      // never exceeds the count this admission's CAS is ordered after (free on x86).
-      if (is_full(word, dequeued_seen_.load(std::memory_order_acquire), false)) {
-        const std::uint64_t dequeued = dequeued_.load(std::memory_order_seq_cst);
-        dequeued_seen_.store(dequeued, std::memory_order_release);  // an older copy is safe too
-        if (is_full(word, dequeued, false)) return Admission::full;
-      }
-    } else if (is_full(word, 0, true)) {
-      return Admission::full;
+    // A bounded queue is checked first against the dequeued count producers last read (on their own
+    // line): it never exceeds the real one, so a queue with room by it has room. Only a queue full by
+    // it costs a read of the loop side's line. seq_cst: with the producer's own flag store before it
+    // (enter, enter_or_wait), one side of the dequeued()/waiting_ handshake sees the other; a producer
+    // waits only on a real read. acquire/release: the dequeues behind a copied count happen before
+    // this admission, so the copy never exceeds the count this admission's CAS is ordered after (free
+    // on x86).
+    const bool bounded = max_queue_ != 0 && !ignore_bound;
+    if (is_full(word, bounded ? dequeued_seen_.load(std::memory_order_acquire) : 0, ignore_bound)) {
+      if (!bounded) return Admission::full;  // 2^62 admissions: no read can free a slot
+      const std::uint64_t dequeued = dequeued_.load(std::memory_order_seq_cst);
+      dequeued_seen_.store(dequeued, std::memory_order_release);  // an older copy is safe too
+      if (is_full(word, dequeued, false)) return Admission::full;
     }
     // seq_cst: the admission is ordered with close()'s RMW in the word's one modification order: a
     // call admitted before it counts in the admitted total close() reads; none is admitted after it.
