@@ -13,6 +13,7 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -46,6 +47,8 @@ constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
 /// Threads this thread woke, or answered on its own CPU, since it last parked or idle-polled
 /// (note_handed_over); capped so the sum cannot overflow.
 thread_local int handed_over_count = 0;
+// note_answered_caller(): the next idle poll skips its quick checks.
+thread_local bool answered_caller = false;
 constexpr int kMaxHandedOver = 1 << 16;
 /// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).
 thread_local std::int64_t last_reply_ns = 0;
@@ -229,7 +232,14 @@ void note_handed_over(int threads) noexcept {
   if (threads > 0) handed_over_count = std::min(kMaxHandedOver, handed_over_count + std::min(threads, kMaxHandedOver));
 }
 
-void note_parking() noexcept { handed_over_count = 0; }
+void note_parking() noexcept {
+  handed_over_count = 0;
+  answered_caller = false;
+}
+
+void note_answered_caller() noexcept { answered_caller = true; }
+
+bool take_answered_caller() noexcept { return std::exchange(answered_caller, false); }
 
 int handed_over_since_parked() noexcept { return handed_over_count; }
 

@@ -377,44 +377,117 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
+/// What a thread noted right after answering a waiter that had not parked.
+struct Noted {
+  int handed_over = 0;           // handed_over_since_parked()
+  bool answered_caller = false;  // take_answered_caller()
+};
+
+/// The waiter makes a OneShotEvent on `waiter_cpu` and does not park; a thread pinned to `cpu` sets it
+/// with `who`, from a clean state, and says what it noted. nullopt: a thread could not be pinned.
+std::optional<Noted> answer_from(int waiter_cpu, int cpu, xthread::detail::EventWaiter who) {
+  std::optional<xthread::detail::OneShotEvent> event;
+  {
+    const PinnedToOneCpu pin(waiter_cpu);
+    if (!pin.pinned()) return std::nullopt;
+    event.emplace();
+  }
+  std::optional<Noted> noted;
+  std::thread answerer([&] {
+    const PinnedToOneCpu pin(cpu);
+    if (!pin.pinned()) return;
+    xthread::detail::note_parking();  // start from zero
+    event->set(who);
+    noted = Noted{xthread::detail::handed_over_since_parked(), xthread::detail::take_answered_caller()};
+  });
+  answerer.join();
+  event->wait();  // set: returns at once
+  return noted;
+}
+
 TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoesNot) {
-  using xthread::detail::handed_over_since_parked;
+  using xthread::detail::EventWaiter;
   const std::vector<int> cpus = allowed_cpus();
   ASSERT_FALSE(cpus.empty());
-  // The waiter makes its event on cpus[0]; an answerer pinned to `cpu` sets it. -1: could not pin.
-  const auto answered_from = [&](int cpu) {
-    std::optional<xthread::detail::OneShotEvent> event;
-    {
-      const PinnedToOneCpu pin(cpus[0]);
-      if (!pin.pinned()) return -1;
-      event.emplace();
-    }
-    int counted = -1;
-    std::thread answerer([&] {
-      const PinnedToOneCpu pin(cpu);
-      if (!pin.pinned()) return;
-      xthread::detail::note_parking();  // start from zero
-      event->set();
-      counted = handed_over_since_parked();
-    });
-    answerer.join();
-    event->wait();  // set: returns at once
-    return counted;
-  };
-  const int same = answered_from(cpus[0]);
-  if (same < 0) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
-  EXPECT_EQ(same, 1);
+  const std::optional<Noted> same = answer_from(cpus[0], cpus[0], EventWaiter::other);
+  if (!same) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  EXPECT_EQ(same->handed_over, 1);
+  EXPECT_FALSE(same->answered_caller);
   {
     // The waiter answering its own event (parallel_for's caller finishing the last chunk) is no
     // hand-over: nobody else needs the CPU.
     const PinnedToOneCpu pin(cpus[0]);
     xthread::detail::OneShotEvent event;
     xthread::detail::note_parking();
-    event.set();
-    EXPECT_EQ(handed_over_since_parked(), 0);
+    event.set(EventWaiter::plain_caller);
+    EXPECT_EQ(xthread::detail::handed_over_since_parked(), 0);
+    EXPECT_FALSE(xthread::detail::take_answered_caller());
   }
   if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other CPU to answer from";
-  EXPECT_EQ(answered_from(cpus[1]), 0);
+  const std::optional<Noted> other = answer_from(cpus[0], cpus[1], EventWaiter::plain_caller);
+  ASSERT_TRUE(other.has_value());
+  EXPECT_EQ(other->handed_over, 0);  // it runs elsewhere, unparked
+  EXPECT_FALSE(other->answered_caller);
+}
+
+TEST(AnsweredCaller, AnIdlePollRightAfterAnsweringACallerThatRunsNoLoopSkipsItsQuickChecksOnce) {
+  using xthread::detail::note_answered_caller;
+  using xthread::detail::note_handed_over;
+  using xthread::detail::note_parking;
+  using xthread::detail::poll_before_park;
+  for (const Waiter waiter : {Waiter::loop_idle, Waiter::worker_idle}) {
+    note_parking();
+    // What OneShotEvent::set(plain_caller) notes when its waiter needs a CPU: the hand-over parks
+    // the next idle poll, the answer skips its quick checks. One check (the final one), no poll.
+    note_handed_over(1);
+    note_answered_caller();
+    int checks = 0;
+    EXPECT_FALSE(poll_before_park([&] { return ++checks < 0; }, waiter));
+    EXPECT_EQ(checks, 1);
+    // Consumed: the next one after a hand-over alone makes its 64 quick checks and the final one.
+    note_handed_over(1);
+    checks = 0;
+    EXPECT_FALSE(poll_before_park([&] { return ++checks < 0; }, waiter));
+    EXPECT_EQ(checks, 65);
+    // A park clears it.
+    note_answered_caller();
+    note_parking();
+    EXPECT_FALSE(xthread::detail::take_answered_caller());
+  }
+  // A reply wait and a helping wait neither read nor clear it.
+  note_answered_caller();
+  (void)poll_before_park([] { return false; }, Waiter::reply, Partner{microseconds{10}, /*asleep=*/true});
+  (void)poll_before_park([] { return false; }, Waiter::helping, Partner{}, nanoseconds{0});
+  EXPECT_TRUE(xthread::detail::take_answered_caller());
+  note_parking();
+}
+
+TEST(AnsweredCaller, OnlyAnAnswerToACallerThatRunsNoLoopAndNeedsACpuCounts) {
+  using xthread::detail::EventWaiter;
+  const std::vector<int> cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  // A waiter on this CPU that did not park yet (preempted by the answerer).
+  const std::optional<Noted> plain = answer_from(cpus[0], cpus[0], EventWaiter::plain_caller);
+  if (!plain) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  EXPECT_TRUE(plain->answered_caller);
+  const std::optional<Noted> nested = answer_from(cpus[0], cpus[0], EventWaiter::other);  // a loop thread's call
+  ASSERT_TRUE(nested.has_value());
+  EXPECT_FALSE(nested->answered_caller);
+#if defined(__linux__)  // the portable futex fallback cannot tell whether a wake found a sleeper
+  {
+    // A waiter that parked: the answer wakes it, so it needs a CPU wherever it runs.
+    xthread::detail::OneShotEvent event;  // made here, waited on by `waiter`: only the setter's view matters
+    std::thread waiter([&] { event.wait(Partner{microseconds{10}, /*asleep=*/true}); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!event.waiter_parked() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    ASSERT_TRUE(event.waiter_parked());
+    xthread::detail::note_parking();
+    event.set(EventWaiter::plain_caller);
+    EXPECT_TRUE(xthread::detail::take_answered_caller());
+    waiter.join();
+  }
+#endif
+  // Its own event, and a waiter on another CPU that did not park: HandOver above (nothing noted).
 }
 
 TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJustNow) {

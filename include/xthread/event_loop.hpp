@@ -146,7 +146,8 @@ class SyncInvokeTask final : public LoopTask {
  private:
   void finish() noexcept {
     if (wait_ != nullptr) loop_end_wait(*wait_);  // before the caller resumes
-    done_.set();  // last touch of *this: the caller's frame may end right after
+    // Last touch of *this: the caller's frame may end right after.
+    done_.set(wait_ == nullptr ? EventWaiter::plain_caller : EventWaiter::other);
   }
 
   F&& function_;            // the caller's callable, in its frame

@@ -368,7 +368,8 @@ class ThreadSafeFunction<R(Args...)> {
     void finish() noexcept {
       if (wait != nullptr) detail::loop_end_wait(*wait);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
-      done.set();              // last touch of *this
+      // Last touch of *this.
+      done.set(wait == nullptr ? detail::EventWaiter::plain_caller : detail::EventWaiter::other);
     }
 
     State& state;

@@ -95,6 +95,14 @@ void note_parking() noexcept;
 /// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
 /// calling thread.
 [[nodiscard]] int handed_over_since_parked() noexcept;
+/// The calling thread has just answered a synchronous call whose caller runs no loop (call_sync,
+/// invoke_sync from a plain thread): that caller needs a CPU now, often this one, and posts nothing
+/// before it has run, so this thread's next idle poll (loop_idle, worker_idle) skips its quick checks
+/// (poll_before_park). Cleared by that poll and by a park. Thread rule: the calling thread
+/// (thread-local).
+void note_answered_caller() noexcept;
+/// Reads and clears the calling thread's note_answered_caller(). Thread rule: the calling thread.
+[[nodiscard]] bool take_answered_caller() noexcept;
 /// The calling thread's reply wait ended at `at` after a park (a poll's end is noted by
 /// PollSession::succeeded): a streak if it calls again soon (WaitInputs::streak). Thread rule: the
 /// waiting thread (thread-local).
@@ -152,9 +160,9 @@ class PollSession {
 };
 
 /// Checks `ready()` a few times without touching shared state (a reply already on its way costs no
-/// more; skipped when the partner is asleep), then polls it for as long as the policy allows. Returns
-/// ready()'s last value: the caller parks when it is false. Never polls longer than kMaxPoll plus one
-/// step.
+/// more; skipped when the partner is asleep, and by an idle waiter that has just answered a caller that
+/// runs no loop), then polls it for as long as the policy allows. Returns ready()'s last value: the
+/// caller parks when it is false. Never polls longer than kMaxPoll plus one step.
 template <class Ready>
 bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
                       std::chrono::nanoseconds limit = std::chrono::nanoseconds{-1}) noexcept {
@@ -166,10 +174,14 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
     }
     return false;
   };
-  // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. (An
-  // idle waiter that handed work over keeps them: skipping them too split case 3's chain across CPUs
-  // more often, docs/waiting.md.)
-  if (!(waiter == Waiter::reply && partner.asleep) && step()) {
+  // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. None
+  // either for an idle waiter that has just answered a caller that runs no loop: the caller needs a
+  // CPU, often this one, before it can post again. (One that answered a loop thread's nested call, or
+  // woke a thread otherwise, keeps them: skipping them there split case 3's chain across CPUs more
+  // often, docs/waiting.md.)
+  const bool quick_checks =
+      reads_hand_overs(waiter) ? !take_answered_caller() : !(waiter == Waiter::reply && partner.asleep);
+  if (quick_checks && step()) {
     if (reads_hand_overs(waiter)) note_parking();  // found work: the hand-over is spent
     return true;
   }
