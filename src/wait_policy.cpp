@@ -13,10 +13,10 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
-#include <utility>
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include "cpu_quota.hpp"
 
@@ -47,7 +47,7 @@ constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
 /// Threads this thread woke, or answered on its own CPU, since it last parked or idle-polled
 /// (note_handed_over); capped so the sum cannot overflow.
 thread_local int handed_over_count = 0;
-// note_answered_caller(): the next idle poll skips its quick checks.
+/// note_answered_caller(): this thread's next idle poll skips its quick checks.
 thread_local bool answered_caller = false;
 constexpr int kMaxHandedOver = 1 << 16;
 /// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
+#include <sched.h>
 #include <fstream>
 #include <future>
 #include <mutex>
@@ -27,6 +28,43 @@ bool eventually(Condition condition, std::chrono::milliseconds timeout = std::ch
     std::this_thread::yield();
   }
   return true;
+}
+
+/// Pins the calling thread to one CPU for the scope (so "the same CPU" holds between two reads);
+/// pinned() is false where the environment does not allow it. Restores the old mask on destruction,
+/// on the same thread.
+class PinnedToOneCpu {
+ public:
+  explicit PinnedToOneCpu(int cpu) {
+    CPU_ZERO(&old_);
+    pinned_ = sched_getaffinity(0, sizeof(old_), &old_) == 0;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    pinned_ = pinned_ && sched_setaffinity(0, sizeof(one), &one) == 0;
+  }
+  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
+  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
+  ~PinnedToOneCpu() {
+    if (pinned_) (void)sched_setaffinity(0, sizeof(old_), &old_);
+  }
+  [[nodiscard]] bool pinned() const { return pinned_; }
+
+ private:
+  cpu_set_t old_{};
+  bool pinned_ = false;
+};
+
+/// The CPUs this process may run on (its affinity mask), lowest first; empty if unknown.
+inline std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  }
+  return cpus;
 }
 
 /// Turns a hang into a failure: unless destroyed within `timeout`, prints

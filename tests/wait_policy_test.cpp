@@ -16,8 +16,11 @@
 #include <vector>
 
 #include "cpu_quota.hpp"
+#include "test_support.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/wait_policy.hpp"
+#include "xthread/loop_thread.hpp"
+#include "xthread/thread_safe_function.hpp"
 
 namespace {
 
@@ -343,40 +346,6 @@ TEST(HandOver, AWakeThatFoundASleeperCountsUntilTheNextIdlePollAndAParkClearsIt)
 
 #endif
 
-/// Pins the calling thread to one CPU for the scope (so "the same CPU" holds between two reads).
-class PinnedToOneCpu {
- public:
-  explicit PinnedToOneCpu(int cpu) {
-    CPU_ZERO(&old_);
-    pinned_ = sched_getaffinity(0, sizeof(old_), &old_) == 0;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    pinned_ = pinned_ && sched_setaffinity(0, sizeof(one), &one) == 0;
-  }
-  PinnedToOneCpu(const PinnedToOneCpu&) = delete;
-  PinnedToOneCpu& operator=(const PinnedToOneCpu&) = delete;
-  ~PinnedToOneCpu() {
-    if (pinned_) (void)sched_setaffinity(0, sizeof(old_), &old_);
-  }
-  [[nodiscard]] bool pinned() const { return pinned_; }
-
- private:
-  cpu_set_t old_{};
-  bool pinned_ = false;
-};
-
-std::vector<int> allowed_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  std::vector<int> cpus;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-  }
-  return cpus;
-}
-
 /// What a thread noted right after answering a waiter that had not parked.
 struct Noted {
   int handed_over = 0;           // handed_over_since_parked()
@@ -388,13 +357,13 @@ struct Noted {
 std::optional<Noted> answer_from(int waiter_cpu, int cpu, xthread::detail::EventWaiter who) {
   std::optional<xthread::detail::OneShotEvent> event;
   {
-    const PinnedToOneCpu pin(waiter_cpu);
+    const xthread_test::PinnedToOneCpu pin(waiter_cpu);
     if (!pin.pinned()) return std::nullopt;
     event.emplace();
   }
   std::optional<Noted> noted;
   std::thread answerer([&] {
-    const PinnedToOneCpu pin(cpu);
+    const xthread_test::PinnedToOneCpu pin(cpu);
     if (!pin.pinned()) return;
     xthread::detail::note_parking();  // start from zero
     event->set(who);
@@ -407,7 +376,7 @@ std::optional<Noted> answer_from(int waiter_cpu, int cpu, xthread::detail::Event
 
 TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoesNot) {
   using xthread::detail::EventWaiter;
-  const std::vector<int> cpus = allowed_cpus();
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
   ASSERT_FALSE(cpus.empty());
   const std::optional<Noted> same = answer_from(cpus[0], cpus[0], EventWaiter::other);
   if (!same) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
@@ -416,7 +385,7 @@ TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoe
   {
     // The waiter answering its own event (parallel_for's caller finishing the last chunk) is no
     // hand-over: nobody else needs the CPU.
-    const PinnedToOneCpu pin(cpus[0]);
+    const xthread_test::PinnedToOneCpu pin(cpus[0]);
     xthread::detail::OneShotEvent event;
     xthread::detail::note_parking();
     event.set(EventWaiter::plain_caller);
@@ -454,17 +423,19 @@ TEST(AnsweredCaller, AnIdlePollRightAfterAnsweringACallerThatRunsNoLoopSkipsItsQ
     note_parking();
     EXPECT_FALSE(xthread::detail::take_answered_caller());
   }
-  // A reply wait and a helping wait neither read nor clear it.
+  // Reply waits (for an awake or an asleep partner) and helping waits neither read nor clear it.
   note_answered_caller();
-  (void)poll_before_park([] { return false; }, Waiter::reply, Partner{microseconds{10}, /*asleep=*/true});
-  (void)poll_before_park([] { return false; }, Waiter::helping, Partner{}, nanoseconds{0});
+  for (const bool asleep : {false, true}) {
+    (void)poll_before_park([] { return false; }, Waiter::reply, Partner{microseconds{10}, asleep});
+  }
+  (void)poll_before_park([] { return false; }, Waiter::helping);
   EXPECT_TRUE(xthread::detail::take_answered_caller());
   note_parking();
 }
 
 TEST(AnsweredCaller, OnlyAnAnswerToACallerThatRunsNoLoopAndNeedsACpuCounts) {
   using xthread::detail::EventWaiter;
-  const std::vector<int> cpus = allowed_cpus();
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
   ASSERT_FALSE(cpus.empty());
   // A waiter on this CPU that did not park yet (preempted by the answerer).
   const std::optional<Noted> plain = answer_from(cpus[0], cpus[0], EventWaiter::plain_caller);
@@ -473,21 +444,51 @@ TEST(AnsweredCaller, OnlyAnAnswerToACallerThatRunsNoLoopAndNeedsACpuCounts) {
   const std::optional<Noted> nested = answer_from(cpus[0], cpus[0], EventWaiter::other);  // a loop thread's call
   ASSERT_TRUE(nested.has_value());
   EXPECT_FALSE(nested->answered_caller);
-#if defined(__linux__)  // the portable futex fallback cannot tell whether a wake found a sleeper
   {
     // A waiter that parked: the answer wakes it, so it needs a CPU wherever it runs.
     xthread::detail::OneShotEvent event;  // made here, waited on by `waiter`: only the setter's view matters
     std::thread waiter([&] { event.wait(Partner{microseconds{10}, /*asleep=*/true}); });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (!event.waiter_parked() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
-    ASSERT_TRUE(event.waiter_parked());
+    const bool parked = xthread_test::eventually([&] { return event.waiter_parked(); });
     xthread::detail::note_parking();
-    event.set(EventWaiter::plain_caller);
-    EXPECT_TRUE(xthread::detail::take_answered_caller());
+    event.set(EventWaiter::plain_caller);  // also releases the waiter if it never parked
     waiter.join();
+    ASSERT_TRUE(parked) << "the waiter did not park within 10 s";
+    EXPECT_TRUE(xthread::detail::take_answered_caller());
   }
-#endif
   // Its own event, and a waiter on another CPU that did not park: HandOver above (nothing noted).
+}
+
+TEST(AnsweredCaller, CallSyncAndInvokeSyncFromAPlainThreadCountAndFromALoopThreadDoNot) {
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  // Every thread on one CPU (the loop threads inherit this thread's mask), so each answer meets a
+  // waiter that parked or shares the answerer's CPU (what set() looks for): only the caller's kind
+  // decides.
+  const xthread_test::PinnedToOneCpu pin(cpus[0]);
+  if (!pin.pinned()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  xthread::LoopThread answering{"answering"};
+  xthread::LoopThread calling{"calling"};
+  // The answered call posts a task onto its own loop, which runs right after the answer (no idle poll
+  // in between) and reads the answering thread's note.
+  std::atomic<int> seen{-1};
+  const auto read_the_note_next = [&] {
+    seen.store(-1);
+    (void)answering.loop().post([&] { seen.store(xthread::detail::take_answered_caller() ? 1 : 0); });
+  };
+  xthread::ThreadSafeFunction<int()> function{answering.loop(), [&] {
+    read_the_note_next();
+    return 0;
+  }};
+  const auto seen_after = [&](auto&& call) {
+    call();
+    answering.loop().invoke([] {}).get();  // the posted task has run (FIFO)
+    return seen.load();
+  };
+  EXPECT_EQ(seen_after([&] { (void)function.call_sync(); }), 1);
+  EXPECT_EQ(seen_after([&] { answering.loop().invoke_sync(read_the_note_next); }), 1);
+  EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { (void)function.call_sync(); }); }), 0);
+  EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { answering.loop().invoke_sync(read_the_note_next); }); }),
+            0);
 }
 
 TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJustNow) {

@@ -130,11 +130,11 @@ class SyncInvokeTask final : public LoopTask {
   SyncInvokeTask(F&& function, WaitRecord* wait) : function_(std::forward<F>(function)), wait_(wait) {}
   void run(LoopCore& /*core*/) noexcept override {
     outcome_.run(std::forward<F>(function_));
-    finish();
+    finish(wait_ == nullptr ? EventWaiter::plain_caller : EventWaiter::other);
   }
   void discard() noexcept override {
     outcome_.close("EventLoop stopped before the invoked function ran");
-    finish();
+    finish(EventWaiter::other);  // on whichever thread closes the loop
   }
   /// Caller thread: blocks until run() or discard() finished, then gives the value or rethrows.
   /// `partner`: what the post found (Partner::asleep).
@@ -144,10 +144,9 @@ class SyncInvokeTask final : public LoopTask {
   }
 
  private:
-  void finish() noexcept {
+  void finish(EventWaiter who) noexcept {
     if (wait_ != nullptr) loop_end_wait(*wait_);  // before the caller resumes
-    // Last touch of *this: the caller's frame may end right after.
-    done_.set(wait_ == nullptr ? EventWaiter::plain_caller : EventWaiter::other);
+    done_.set(who);  // last touch of *this: the caller's frame may end right after
   }
 
   F&& function_;            // the caller's callable, in its frame

@@ -358,18 +358,17 @@ class ThreadSafeFunction<R(Args...)> {
           });
         });
       }
-      finish();
+      finish(wait == nullptr ? detail::EventWaiter::plain_caller : detail::EventWaiter::other);
     }
     void discard() noexcept override {
       state.gate.dequeued();
       outcome.close("EventLoop stopped before running the call");
-      finish();
+      finish(detail::EventWaiter::other);  // on whichever thread closes the loop
     }
-    void finish() noexcept {
+    void finish(detail::EventWaiter who) noexcept {
       if (wait != nullptr) detail::loop_end_wait(*wait);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
-      // Last touch of *this.
-      done.set(wait == nullptr ? detail::EventWaiter::plain_caller : detail::EventWaiter::other);
+      done.set(who);           // last touch of *this
     }
 
     State& state;

@@ -36,7 +36,7 @@ class OneShotEvent {
   OneShotEvent() noexcept : waiter_cpu_(current_cpu()), waiter_(current_thread_tag()) {}
 
   /// Any thread, once. `who`: plain_caller makes this thread's next idle poll skip its quick checks
-  /// when the waiter needs a CPU (note_answered_caller).
+  /// when the waiter had parked or shares this CPU (note_answered_caller).
   void set(EventWaiter who = EventWaiter::other) noexcept {
     // Copies first: once the exchange is done the waiter may destroy the event.
     const int waiter_cpu = waiter_cpu_;

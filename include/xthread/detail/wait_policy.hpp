@@ -88,18 +88,18 @@ void note_poll_clean() noexcept;
 /// (loop_idle, worker_idle) parks at once (WaitInputs::handed_over). Cleared by that poll, by a park
 /// and by an idle poll's quick checks finding work. Thread rule: the calling thread (thread-local).
 void note_handed_over(int threads) noexcept;
-/// Clears the calling thread's hand-over count: it parks, its host is about to sleep, or its idle
-/// poll's quick checks found work. The threads it handed over to have had their CPUs. Thread rule:
+/// Clears the calling thread's hand-over count and its note_answered_caller(): it parks, its host is
+/// about to sleep, or its idle poll's quick checks found work. The threads it handed over to have had their CPUs. Thread rule:
 /// the calling thread.
 void note_parking() noexcept;
 /// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
 /// calling thread.
 [[nodiscard]] int handed_over_since_parked() noexcept;
 /// The calling thread has just answered a synchronous call whose caller runs no loop (call_sync,
-/// invoke_sync from a plain thread): that caller needs a CPU now, often this one, and posts nothing
-/// before it has run, so this thread's next idle poll (loop_idle, worker_idle) skips its quick checks
-/// (poll_before_park). Cleared by that poll and by a park. Thread rule: the calling thread
-/// (thread-local).
+/// invoke_sync from a plain thread) and had parked or shares this CPU: that caller needs a CPU now,
+/// often this one, and posts nothing before it has run, so this thread's next idle poll (loop_idle,
+/// worker_idle) skips its quick checks (poll_before_park). Cleared by that poll and by a park. Thread
+/// rule: the calling thread (thread-local).
 void note_answered_caller() noexcept;
 /// Reads and clears the calling thread's note_answered_caller(). Thread rule: the calling thread.
 [[nodiscard]] bool take_answered_caller() noexcept;
@@ -176,9 +176,9 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
   };
   // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. None
   // either for an idle waiter that has just answered a caller that runs no loop: the caller needs a
-  // CPU, often this one, before it can post again. (One that answered a loop thread's nested call, or
-  // woke a thread otherwise, keeps them: skipping them there split case 3's chain across CPUs more
-  // often, docs/waiting.md.)
+  // CPU, often this one, before it can post again. An idle waiter that answered a loop thread's nested
+  // call, or woke a thread otherwise, keeps them: they keep a chain of loops on one CPU
+  // (docs/waiting.md, "Case 3 beside raw futexes").
   const bool quick_checks =
       reads_hand_overs(waiter) ? !take_answered_caller() : !(waiter == Waiter::reply && partner.asleep);
   if (quick_checks && step()) {
