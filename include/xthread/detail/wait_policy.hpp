@@ -89,8 +89,8 @@ void note_poll_clean() noexcept;
 /// and by an idle poll's quick checks finding work. Thread rule: the calling thread (thread-local).
 void note_handed_over(int threads) noexcept;
 /// Clears the calling thread's hand-over count and its note_answered_caller(): it parks, its host is
-/// about to sleep, or its idle poll's quick checks found work. The threads it handed over to have had their CPUs. Thread rule:
-/// the calling thread.
+/// about to sleep, or its idle poll's quick checks found work. The threads it handed over to have had
+/// their CPUs. Thread rule: the calling thread.
 void note_parking() noexcept;
 /// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
 /// calling thread.
