@@ -23,7 +23,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -130,12 +129,6 @@ double process_cpu_ns() {
   return static_cast<double>(now.tv_sec) * 1e9 + static_cast<double>(now.tv_nsec);
 }
 
-double p50(std::vector<double>& samples) {
-  const auto middle = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
-  std::nth_element(samples.begin(), middle, samples.end());
-  return *middle;
-}
-
 void Case3_ParkedPaired(benchmark::State& state) {
   FutexChains futex;
   xthread::LoopThread main_loop{"micro-main"};
@@ -187,21 +180,22 @@ void Case3_ParkedPaired(benchmark::State& state) {
     }
   }
   benchmark::DoNotOptimize(value);
-  double median[kContenders];
-  for (int contender = 0; contender < kContenders; ++contender) median[contender] = p50(samples[contender]);
-  state.counters["futex_c1_p50_ns"] = median[futex_c1];
-  state.counters["futex_c3_p50_ns"] = median[futex_c3];
-  state.counters["xthread_c1_p50_ns"] = median[xthread_c1];
-  state.counters["xthread_c3_p50_ns"] = median[xthread_c3];
+  double p50[kContenders];
+  for (int contender = 0; contender < kContenders; ++contender)
+    p50[contender] = xthread_micro::median(samples[contender]);
+  state.counters["futex_c1_p50_ns"] = p50[futex_c1];
+  state.counters["futex_c3_p50_ns"] = p50[futex_c3];
+  state.counters["xthread_c1_p50_ns"] = p50[xthread_c1];
+  state.counters["xthread_c3_p50_ns"] = p50[xthread_c3];
   const auto calls = static_cast<double>(samples[futex_c1].size());
   state.counters["futex_c1_cpu_ns"] = cpu_ns[futex_c1] / calls;
   state.counters["futex_c3_cpu_ns"] = cpu_ns[futex_c3] / calls;
   state.counters["xthread_c1_cpu_ns"] = cpu_ns[xthread_c1] / calls;
   state.counters["xthread_c3_cpu_ns"] = cpu_ns[xthread_c3] / calls;
-  state.counters["futex_c3_c1"] = median[futex_c3] / median[futex_c1];
-  state.counters["xthread_c3_c1"] = median[xthread_c3] / median[xthread_c1];
-  state.counters["c1_vs_futex"] = median[xthread_c1] / median[futex_c1];
-  state.counters["c3_vs_futex"] = median[xthread_c3] / median[futex_c3];
+  state.counters["futex_c3_c1"] = p50[futex_c3] / p50[futex_c1];
+  state.counters["xthread_c3_c1"] = p50[xthread_c3] / p50[xthread_c1];
+  state.counters["c1_vs_futex"] = p50[xthread_c1] / p50[futex_c1];
+  state.counters["c3_vs_futex"] = p50[xthread_c3] / p50[futex_c3];
 }
 
 }  // namespace

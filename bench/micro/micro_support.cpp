@@ -18,6 +18,12 @@ void LatencySamples::report(benchmark::State& state) {
   state.counters["p99_ns"] = at(0.99);
 }
 
+double median(std::vector<double>& samples) {
+  const auto middle = samples.begin() + static_cast<std::ptrdiff_t>(samples.size() / 2);
+  std::nth_element(samples.begin(), middle, samples.end());
+  return *middle;
+}
+
 void wait_gap(std::chrono::nanoseconds gap) {
   // sleep_for, not a spin: the gap exists so that the *other* thread goes idle and parks.
   std::this_thread::sleep_for(gap);

@@ -26,8 +26,11 @@ class LatencySamples {
 /// Pause between round trips long enough for both sides to park in the kernel ("idle" calls).
 inline constexpr std::chrono::microseconds kIdleGap{200};
 
-/// Busy-waits `gap` so the measuring thread stays on its CPU but the other side parks.
+/// Sleeps `gap` so that the other side goes idle and parks.
 void wait_gap(std::chrono::nanoseconds gap);
+
+/// The middle element of `samples` (the upper one of an even count); reorders them. Not empty.
+double median(std::vector<double>& samples);
 
 /// Inside a benchmark's loop: kIdleGap with the timer paused, before an "idle" round trip.
 inline void idle_gap(benchmark::State& state) {

@@ -172,10 +172,7 @@ void RoundTrip_CallSyncMonitorPaired(benchmark::State& state) {
     ratios.push_back(b / a);
   }
   benchmark::DoNotOptimize(value);
-  const auto median = [](std::vector<double>& v) {
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
+  using xthread_micro::median;
   state.counters["off_p50_ns"] = median(offs);
   state.counters["on_p50_ns"] = median(ons);
   state.counters["on_off"] = median(ratios);
