@@ -3,6 +3,7 @@
 // call into an EventLoop, both "idle" (the loop has parked before each call) and "hot" (back to back);
 // call_with / call_sync_with beside call / call_sync (same run: per-call options must cost nothing);
 // call_sync with the function's (and the loop's) monitor on, beside it (issue #27);
+// EventLoop::invoke().get() and invoke_sync beside them;
 // call_sync made from a loop thread (it records its wait for the cross-loop deadlock detection);
 // and call_sync into a loop hosted by an epoll loop (wakeup_fd + run_ready) beside one in run();
 // a coroutine on a loop awaiting f.async() (RoundTrip_AsyncAwait, the coroutine form of call_sync);
@@ -262,18 +263,32 @@ void RoundTrip_CallFuture(benchmark::State& state, bool with_options) {
   samples.report(state);
 }
 
-/// EventLoop::invoke(f).get(): the queued function and its Future's state in one allocation.
-void RoundTrip_InvokeFuture(benchmark::State& state) {
+/// Back-to-back round trips through `invoke_once(loop, value)`, which returns value + 1 computed on the
+/// loop's thread.
+template <class Invoke>
+void measure_invoke(benchmark::State& state, Invoke invoke_once) {
   xthread::LoopThread worker{"micro-loop"};
   LatencySamples samples;
   int value = 0;
   for (auto _ : state) {
     const auto start = Clock::now();
-    value = worker.loop().invoke([value] { return value + 1; }).get();
+    value = invoke_once(worker.loop(), value);
     samples.add(Clock::now() - start);
   }
   benchmark::DoNotOptimize(value);
   samples.report(state);
+}
+
+/// EventLoop::invoke(f).get(): the queued function and its Future's state in one allocation.
+void RoundTrip_InvokeFuture(benchmark::State& state) {
+  measure_invoke(state,
+                 [](xthread::EventLoop& loop, int value) { return loop.invoke([value] { return value + 1; }).get(); });
+}
+
+/// EventLoop::invoke_sync(f): the call lives on the caller's stack, as call_sync's does.
+void RoundTrip_InvokeSync(benchmark::State& state) {
+  measure_invoke(state,
+                 [](xthread::EventLoop& loop, int value) { return loop.invoke_sync([value] { return value + 1; }); });
 }
 
 void RoundTrip_CallSyncConcat1MB(benchmark::State& state) {
@@ -427,6 +442,7 @@ BENCHMARK_CAPTURE(RoundTrip_CallSyncEpollHosted, idle, true)->UseRealTime()->Ite
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_CallFuture, call_with, true)->UseRealTime()->Iterations(20'000);
 BENCHMARK(RoundTrip_InvokeFuture)->UseRealTime()->Iterations(20'000);
+BENCHMARK(RoundTrip_InvokeSync)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, hot, false)->UseRealTime()->Iterations(20'000);
 BENCHMARK_CAPTURE(RoundTrip_AsyncAwait, idle, true)->UseRealTime()->Iterations(2'000);
 BENCHMARK_CAPTURE(Hop_LoopSchedule, hot, false)->UseRealTime()->Iterations(20'000);

@@ -129,30 +129,29 @@ class SyncInvokeTask final : public LoopTask {
  public:
   SyncInvokeTask(F&& function, WaitRecord* wait) : function_(std::forward<F>(function)), wait_(wait) {}
   void run(LoopCore& /*core*/) noexcept override {
-    outcome_.run(std::forward<F>(function_));
+    reply_.outcome.run(std::forward<F>(function_));
     finish(wait_ == nullptr ? EventWaiter::plain_caller : EventWaiter::other);
   }
   void discard() noexcept override {
-    outcome_.close("EventLoop stopped before the invoked function ran");
+    reply_.outcome.close("EventLoop stopped before the invoked function ran");
     finish(EventWaiter::other);  // on whichever thread closes the loop
   }
   /// Caller thread: blocks until run() or discard() finished, then gives the value or rethrows.
   /// `partner`: what the post found (Partner::asleep).
   R take(Partner partner) {
-    done_.wait(partner);
-    return outcome_.take();
+    reply_.done.wait(partner);
+    return reply_.outcome.take();
   }
 
  private:
   void finish(EventWaiter who) noexcept {
     if (wait_ != nullptr) loop_end_wait(*wait_);  // before the caller resumes
-    done_.set(who);  // last touch of *this: the caller's frame may end right after
+    reply_.done.set(who);  // last touch of *this: the caller's frame may end right after
   }
 
   F&& function_;            // the caller's callable, in its frame
   WaitRecord* wait_;        // the caller's recorded wait (deadlock detection), or nullptr
-  Outcome<R> outcome_;
-  OneShotEvent done_;
+  SyncReply<R> reply_;      // on a line of its own: the loop writes it, the caller polls it
 };
 
 }  // namespace detail

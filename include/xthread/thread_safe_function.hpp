@@ -194,7 +194,7 @@ class ThreadSafeFunction<R(Args...)> {
                               "in a synchronous call back into the caller's thread (directly or through other loops)");
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     SyncCall<U&&...> node(state, edge.record(), std::forward<U>(arguments)...);
-    node.times.issued = issued;
+    node.reply.notes.issued = issued;
     // The reply estimate's start; a monitoring call reuses its issue time (one clock read fewer; the
     // estimate then includes a wait for a queue slot, which only a full bounded queue makes long).
     const auto start = state.monitor ? issued : std::chrono::steady_clock::now();
@@ -204,11 +204,11 @@ class ThreadSafeFunction<R(Args...)> {
       throw ClosedError("EventLoop stopped");
     }
     edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
-    node.done.wait(detail::Partner{state.replies.recent(), posted == detail::Posted::asleep});
+    node.reply.done.wait(detail::Partner{state.replies.recent(), posted == detail::Posted::asleep});
     const auto woke = std::chrono::steady_clock::now();
     state.replies.record(woke - start);
-    record(state, node.times, woke);
-    return node.outcome.take();
+    record(state, node.reply.notes, woke);
+    return node.reply.outcome.take();
   }
 
   /// Any thread; never blocks. Returns std::nullopt when the queue is full or the function is
@@ -350,10 +350,10 @@ class ThreadSafeFunction<R(Args...)> {
     void run(detail::LoopCore& /*core*/) noexcept override {
       state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       if (state.gate.aborted()) {
-        outcome.close("ThreadSafeFunction aborted");
+        reply.outcome.close("ThreadSafeFunction aborted");
       } else {
-        detail::run_timed(state.monitor.get(), times, [this] {
-          outcome.run([this]() -> R {
+        detail::run_timed(state.monitor.get(), reply.notes, [this] {
+          reply.outcome.run([this]() -> R {
             return std::apply([this](auto&&... a) -> R { return state.callee(std::forward<U>(a)...); }, forwarded);
           });
         });
@@ -362,21 +362,21 @@ class ThreadSafeFunction<R(Args...)> {
     }
     void discard() noexcept override {
       state.gate.dequeued();
-      outcome.close("EventLoop stopped before running the call");
+      reply.outcome.close("EventLoop stopped before running the call");
       finish(detail::EventWaiter::other);  // on whichever thread closes the loop
     }
     void finish(detail::EventWaiter who) noexcept {
       if (wait != nullptr) detail::loop_end_wait(*wait);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
-      done.set(who);           // last touch of *this
+      reply.done.set(who);     // last touch of *this
     }
 
     State& state;
     detail::WaitRecord* wait;       // the caller's recorded wait (deadlock detection), or nullptr
     std::tuple<U...> forwarded;     // references into the waiting caller's frame
-    detail::Outcome<R> outcome;
-    detail::CallTimes times;        // stamped while the function monitors; read by the caller after done
-    detail::OneShotEvent done;
+    // On a line of its own: the loop writes it, the caller polls it. Its notes are the call's times,
+    // stamped while the function monitors.
+    detail::SyncReply<R, detail::CallTimes> reply;
   };
 
   /// A call() in flight and its Future's state, in one block from the function's recycling pool: the
