@@ -8,6 +8,7 @@
 
 #include "error_report.hpp"
 #include "xthread/detail/parking.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread::detail {
 
@@ -29,7 +30,9 @@ static_assert(LoopRecorder::kPriorities == kLevels, "a loop monitor histogram pe
 LoopCore::LoopCore(ErrorHandler on_error, std::uint32_t starvation_limit, bool monitor)
     : monitor_(monitor ? std::make_unique<LoopRecorder>() : nullptr),
       streaks_(starvation_limit),
-      on_error_(std::move(on_error)) {}
+      on_error_(std::move(on_error)) {
+  (void)usable_cpus();  // the machine is read now, not inside this loop's or a caller's first wait
+}
 
 LoopCore::~LoopCore() { close_and_wait(); }
 

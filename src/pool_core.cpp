@@ -29,6 +29,7 @@ PoolCore::PoolCore(ThreadPool::Options options)
       on_error_(std::move(options.on_error)),
       on_thread_start_(std::move(options.on_thread_start)),
       on_thread_stop_(std::move(options.on_thread_stop)) {
+  (void)usable_cpus();  // the machine is read now, not inside a worker's or a waiter's first wait
   std::size_t threads = options.threads;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   shard_count_ = std::min(threads, kMaxShards);

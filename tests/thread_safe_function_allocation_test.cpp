@@ -13,11 +13,31 @@
 
 #include "async_support.hpp"
 #include "counting_operator_new.hpp"
+#include "xthread/event_loop.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/thread_safe_function.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 using xthread_test::allocations;
 using xthread_test::counting;
+
+// The wait policy reads the CPUs this process may use (its affinity mask and cgroup v2 quota: files
+// read into strings) once. A loop reads them as it is made, so the process's first wait reads and
+// allocates nothing (it was a loop thread's first idle poll, which made the Asio allocation test fail
+// when that poll came late). First in this file: in a run of the whole binary this is still the
+// process's first wait (ctest runs each test in a process of its own).
+TEST(ThreadSafeFunctionAllocations, TheFirstWaitAllocatesNothingOnceALoopIsMade) {
+  xthread::EventLoop loop;  // made, not run: no loop thread waits before the wait below
+  allocations.store(0);
+  counting.store(true);
+  // A reply wait for an asleep partner skips the quick checks: the policy is asked at once.
+  const bool ready = xthread::detail::poll_before_park([] { return false; }, xthread::detail::Waiter::reply,
+                                                       xthread::detail::Partner{std::chrono::microseconds{1}, true},
+                                                       std::chrono::microseconds{10});
+  counting.store(false);
+  EXPECT_FALSE(ready);
+  EXPECT_EQ(allocations.load(), 0) << "heap allocations in the process's first wait";
+}
 
 TEST(ThreadSafeFunctionAllocations, CallAndCallSyncAllocateNothingPerCall) {
   xthread::LoopThread worker{"alloc-loop"};

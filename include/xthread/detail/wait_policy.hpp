@@ -63,7 +63,8 @@ struct WaitInputs {
 inline constexpr std::chrono::nanoseconds kMaxPoll{std::chrono::microseconds{100}};
 
 /// CPUs this process may run on: its affinity mask, capped by a cgroup v2 CPU quota (rounded up).
-/// Read once, at the first call. Thread rule: any thread.
+/// Read once, at the first call (it reads files and allocates): every loop and pool calls it as it is
+/// made, so no wait is the first. Thread rule: any thread.
 [[nodiscard]] int usable_cpus() noexcept;
 
 /// The policy's shared state, for tests and diagnostics: threads polling now, and whether pollers
