@@ -404,14 +404,16 @@ class ThreadSafeFunction<R(Args...)> {
       finish();
     }
 
-    /// The arguments die, and the function's state is let go (a Future kept unconsumed does not keep
-    /// the callee alive), before the Future sees the outcome. May free *this (publish()).
+    /// The arguments die before the Future sees the outcome; the function's state is let go right
+    /// after it does, still in this task (a Future kept unconsumed does not keep the callee alive).
+    /// Letting it go first would put its reference count's line, which the caller's next call()
+    /// writes, on the way to the Future (docs/waiting.md). May free *this (publish()).
     void finish() noexcept {
       stored.reset();
       state->gate.completed();
-      // notify ends here, as the Future becomes ready: state.reset() below may destroy the recorder.
+      // notify ends here, as the Future becomes ready: releasing `last` may destroy the recorder.
       if (state->monitor) record(*state, times, detail::SteadyClock::now());
-      state.reset();
+      const std::shared_ptr<State> last = std::move(state);  // released after publish(), on this thread
       this->publish();
     }
 
