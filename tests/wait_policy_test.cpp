@@ -11,14 +11,12 @@
 #include <chrono>
 #include <latch>
 #include <optional>
-#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
 #include "cpu_quota.hpp"
 #include "test_support.hpp"
-#include "xthread/detail/call_monitoring.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/wait_policy.hpp"
 #include "xthread/loop_thread.hpp"
@@ -522,34 +520,6 @@ TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJust
     }
     EXPECT_TRUE(polled);
   }).join();
-}
-
-// A synchronous call's answer (call_sync, invoke_sync): its outcome and the event that announces it fill
-// whole cache lines of their own, so a caller polling `done` never shares a line with the part of the
-// call's node that the loop reads (docs/waiting.md, "A synchronous call's node, line by line").
-TEST(SyncReply, FillsWholeCacheLinesOfItsOwn) {
-  using xthread::detail::SyncReply;
-  static_assert(alignof(SyncReply<int>) == 64);
-  EXPECT_EQ(sizeof(SyncReply<void>), 64u);
-  EXPECT_EQ(sizeof(SyncReply<int>), 64u);
-  EXPECT_EQ(sizeof(SyncReply<std::string>), 64u);  // a string's outcome and the event still share one line
-  EXPECT_EQ(sizeof(SyncReply<int, xthread::detail::CallTimes>), 64u);  // call_sync's, with its times
-  struct Node {
-    void* header[5];  // what the loop reads: the task's header and the call's references
-    SyncReply<int> reply;
-  };
-  EXPECT_EQ(sizeof(Node), 128u);
-}
-
-TEST(SyncReply, TheWaiterTakesTheOutcomeSetBeforeDone) {
-  xthread::detail::SyncReply<std::string> reply;
-  std::thread answer([&reply] {
-    reply.outcome.run([] { return std::string(100, 'x'); });
-    reply.done.set();
-  });
-  reply.done.wait();
-  EXPECT_EQ(reply.outcome.take(), std::string(100, 'x'));
-  answer.join();
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "xthread/latency_histogram.hpp"
 #include "xthread/priority.hpp"
 #include "xthread/detail/parking.hpp"
+#include "xthread/detail/sync_reply.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/outcome.hpp"
 

@@ -23,6 +23,7 @@
 #include "xthread/detail/call_gate.hpp"
 #include "xthread/detail/call_monitoring.hpp"
 #include "xthread/detail/parking.hpp"
+#include "xthread/detail/sync_reply.hpp"
 #include "xthread/detail/loop_task.hpp"
 #include "xthread/detail/outcome.hpp"
 #include "xthread/detail/recycling_pool.hpp"
@@ -103,6 +104,11 @@ class ThreadSafeFunction;
 /// Handles are copyable and share one function; references are counted separately, Node-style.
 /// Destroying the last handle releases any references left (queued calls still run, then the
 /// finalizer). Each handle object is used by one thread at a time; copy it for other threads.
+///
+/// Destruction of the callee (and what it captured): by whichever lets the function's shared state
+/// go last — a handle, an Awaitable, or a call() in flight. A call() lets go on the loop's thread
+/// right after its Future became ready, before the loop's next task; so when the last handle went
+/// first, the callee may still be alive (and then die on the loop's thread) as get() returns.
 template <class R, class... Args>
 class ThreadSafeFunction<R(Args...)> {
   static_assert(!std::is_reference_v<R>, "xthread::ThreadSafeFunction: return a value, not a reference");

@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/parking.hpp — how xthread threads park: futex wait/wake on a 32-bit word, and the
-// one-shot, single-waiter event (OneShotEvent) that synchronous callers park on, and the reply
-// (SyncReply) it announces.
+// one-shot, single-waiter event (OneShotEvent) that synchronous callers park on.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 
-#include "xthread/detail/outcome.hpp"
 #include "xthread/detail/wait_policy.hpp"
 
 namespace xthread::detail {
@@ -81,23 +79,6 @@ class OneShotEvent {
   std::atomic<std::uint32_t> state_{kEmpty};
   const int waiter_cpu_;     // written before the event is shared (-1: unknown)
   const void* const waiter_;  // the waiting thread (current_thread_tag)
-};
-
-/// SyncReply's default Notes: nothing.
-struct NoNotes {};
-
-/// A synchronous call's answer (call_sync, invoke_sync): the event that announces it, its outcome and
-/// `Notes` (anything else the loop writes for the caller: ThreadSafeFunction's call times), starting a
-/// cache line of their own. The loop writes them and the waiting caller polls `done`; the rest of the
-/// call's node (what the caller writes and the loop only reads) lies on the lines before, so a round
-/// trip moves each line between the two CPUs as few times as it can (docs/waiting.md, "A synchronous
-/// call's node, line by line"). Thread rule: made and read by the waiting caller, written by the loop
-/// before `done.set()` (OneShotEvent's ordering).
-template <class R, class Notes = NoNotes>
-struct alignas(64) SyncReply {
-  OneShotEvent done;
-  [[no_unique_address]] Notes notes;
-  Outcome<R> outcome;
 };
 
 }  // namespace xthread::detail

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// xthread/detail/sync_reply.hpp — where a synchronous call's answer waits (call_sync, invoke_sync): its
+// outcome and the event that announces it, on cache lines of their own.
+#pragma once
+
+#include "xthread/detail/outcome.hpp"
+#include "xthread/detail/parking.hpp"
+
+namespace xthread::detail {
+
+/// SyncReply's default Notes: nothing.
+struct NoNotes {};
+
+/// A synchronous call's answer: the event that announces it, `Notes` (anything else the loop writes
+/// for the caller: ThreadSafeFunction's call times) and the outcome, starting a cache line of their
+/// own. The loop writes them and the waiting caller polls `done`; the rest of the call's node (what
+/// the caller writes and the loop reads or relinks) lies on the lines before, which the caller never
+/// polls, so a round trip moves each line between the two CPUs as few times as it can (docs/waiting.md,
+/// "A synchronous call's node, line by line"). Thread rule: made and read by the waiting caller,
+/// written by the loop before `done.set()` (OneShotEvent's ordering). Destruction: the caller's, once
+/// `done.wait()` returned (OneShotEvent's rule).
+template <class R, class Notes = NoNotes>
+struct alignas(64) SyncReply {
+  OneShotEvent done;
+  [[no_unique_address]] Notes notes;
+  Outcome<R> outcome;
+};
+
+}  // namespace xthread::detail
