@@ -27,6 +27,9 @@ class HistogramRecorder {
   HistogramRecorder& operator=(const HistogramRecorder&) = delete;
 
   void record(std::chrono::nanoseconds duration) noexcept;
+  /// record() for a recorder that one thread alone records into: loads and stores of the atomics, no
+  /// read-modify-write; snapshots from any thread stay safe.
+  void record_single_writer(std::chrono::nanoseconds duration) noexcept;
   /// Adds what was recorded so far to `into` (LatencyHistogram::merge of a snapshot).
   void add_to(LatencyHistogram& into) const noexcept;
   [[nodiscard]] LatencyHistogram snapshot() const noexcept {
@@ -58,16 +61,27 @@ class LoopRecorder {
   std::array<HistogramRecorder, kPriorities> run_time_;
 };
 
-/// ThreadSafeFunction's monitor (Options::monitor): study 000's three phases of each call.
+/// ThreadSafeFunction's monitor (Options::monitor): study 000's three phases of each call. The first
+/// thread that records owns one set of histograms and records there with plain stores (usually the
+/// only caller, or the loop for call()); every other thread records into a second set with
+/// read-modify-writes; a snapshot adds both. A thread is told by current_thread_tag(), which a new
+/// thread reuses only after the old one has exited (the thread library hands its block over under a
+/// lock, so the old thread's records happen before the new thread's). Thread rule: record() and
+/// snapshot() from any threads at once.
 class CallRecorder {
  public:
-  void record(const CallTimes& times, SteadyClock::time_point notified) noexcept;
+  void record(const CallTimes& times, MonitorTicks notified) noexcept;
   [[nodiscard]] CallMonitor snapshot() const noexcept;
 
  private:
-  HistogramRecorder schedule_;
-  HistogramRecorder execute_;
-  HistogramRecorder notify_;
+  struct Phases {
+    HistogramRecorder schedule;
+    HistogramRecorder execute;
+    HistogramRecorder notify;
+  };
+  alignas(64) std::atomic<const void*> owner_{nullptr};  // current_thread_tag() of owned_'s writer
+  alignas(64) Phases owned_;
+  alignas(64) Phases shared_;
 };
 
 }  // namespace xthread::detail

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "histogram_recorder.hpp"
+#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread {
 
@@ -130,6 +131,16 @@ void HistogramRecorder::record(std::chrono::nanoseconds duration) noexcept {
   }
 }
 
+void HistogramRecorder::record_single_writer(std::chrono::nanoseconds duration) noexcept {
+  const std::int64_t value = std::max<std::int64_t>(duration.count(), 0);
+  std::atomic<std::uint64_t>& bucket = buckets_[LatencyHistogram::bucket_of(duration)];
+  bucket.store(bucket.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  sum_.store(add_saturated(sum_.load(std::memory_order_relaxed), static_cast<std::uint64_t>(value)),
+             std::memory_order_relaxed);
+  if (value < min_.load(std::memory_order_relaxed)) min_.store(value, std::memory_order_relaxed);
+  if (value > max_.load(std::memory_order_relaxed)) max_.store(value, std::memory_order_relaxed);
+}
+
 void HistogramRecorder::add_to(LatencyHistogram& into) const noexcept {
   std::uint64_t count = 0;
   std::size_t first = LatencyHistogram::kBuckets;
@@ -172,24 +183,41 @@ LoopMonitor LoopRecorder::snapshot() const noexcept {
   return monitor;
 }
 
-void CallRecorder::record(const CallTimes& times, SteadyClock::time_point notified) noexcept {
-  if (times.started == SteadyClock::time_point{}) return;  // the callee never ran
-  schedule_.record(times.started - times.issued);
-  execute_.record(times.ended - times.started);
-  notify_.record(notified - times.ended);
+void CallRecorder::record(const CallTimes& times, MonitorTicks notified) noexcept {
+  if (times.started == 0) return;  // the callee never ran
+  const std::chrono::nanoseconds schedule = monitor_elapsed(times.issued, times.started);
+  const std::chrono::nanoseconds execute = monitor_elapsed(times.started, times.ended);
+  const std::chrono::nanoseconds notify = monitor_elapsed(times.ended, notified);
+  const void* const me = current_thread_tag();
+  const void* owner = owner_.load(std::memory_order_relaxed);
+  // relaxed: only the thread that wins the exchange ever writes owned_, and a snapshot reads atomics.
+  if (owner == me || (owner == nullptr && owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed))) {
+    owned_.schedule.record_single_writer(schedule);
+    owned_.execute.record_single_writer(execute);
+    owned_.notify.record_single_writer(notify);
+    return;
+  }
+  shared_.schedule.record(schedule);
+  shared_.execute.record(execute);
+  shared_.notify.record(notify);
 }
 
 CallMonitor CallRecorder::snapshot() const noexcept {
   CallMonitor monitor;
-  schedule_.add_to(monitor.schedule);
-  execute_.add_to(monitor.execute);
-  notify_.add_to(monitor.notify);
+  for (const Phases* phases : {&owned_, &shared_}) {
+    phases->schedule.add_to(monitor.schedule);
+    phases->execute.add_to(monitor.execute);
+    phases->notify.add_to(monitor.notify);
+  }
   return monitor;
 }
 
-std::shared_ptr<CallRecorder> make_call_recorder() { return std::make_shared<CallRecorder>(); }
+std::shared_ptr<CallRecorder> make_call_recorder() {
+  setup_monitor_clock();  // before the first call of the first monitored function is stamped
+  return std::make_shared<CallRecorder>();
+}
 
-void record_call(CallRecorder& recorder, const CallTimes& times, SteadyClock::time_point notified) noexcept {
+void record_call(CallRecorder& recorder, const CallTimes& times, MonitorTicks notified) noexcept {
   recorder.record(times, notified);
 }
 

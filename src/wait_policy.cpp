@@ -10,8 +10,6 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
-#include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -19,6 +17,7 @@
 #include <utility>
 
 #include "cpu_quota.hpp"
+#include "system_file.hpp"
 
 namespace xthread::detail {
 
@@ -81,12 +80,6 @@ bool contended_at(SteadyClock::time_point now) noexcept {
   return ticks(now) < shared().contended_until.load(std::memory_order_relaxed);
 }
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
 int affinity_cpus() noexcept {
   cpu_set_t set;
   CPU_ZERO(&set);
@@ -96,14 +89,14 @@ int affinity_cpus() noexcept {
 
 /// The tightest cgroup v2 quota on the path from this process's cgroup up to the root.
 std::optional<int> quota_cpus() {
-  const std::optional<std::string> self = read_file("/proc/self/cgroup");
+  const std::optional<std::string> self = read_system_file("/proc/self/cgroup");
   if (!self) return std::nullopt;
   const std::optional<std::string_view> path = cgroup_v2_path(*self);
   if (!path) return std::nullopt;
   std::string dir(*path);
   std::optional<int> tightest;
   for (;;) {
-    if (const std::optional<std::string> max = read_file("/sys/fs/cgroup" + dir + "/cpu.max")) {
+    if (const std::optional<std::string> max = read_system_file("/sys/fs/cgroup" + dir + "/cpu.max")) {
       const std::optional<int> cpus = cpus_from_cpu_max(*max);
       if (cpus && (!tightest || *cpus < *tightest)) tightest = cpus;
     }

@@ -206,6 +206,60 @@ TEST(HistogramRecorder, ConcurrentRecordsAreAllCountedAndSnapshotsStayConsistent
   EXPECT_EQ(all.mean().count(), sum / (kThreads * kEach));
 }
 
+TEST(CallRecorder, TheFirstRecordingThreadAndEveryOtherAreAllCounted) {
+  xthread::detail::setup_monitor_clock();
+  xthread::detail::CallRecorder recorder;
+  using xthread::detail::CallTimes;
+  using xthread::detail::MonitorTicks;
+  // Thread t's calls: schedule 1000 × (t + 1) ticks, execute 10, notify i % 7 + 1.
+  const auto record = [&recorder](int t, int i) {
+    const MonitorTicks issued = 1'000'000;
+    const MonitorTicks started = issued + 1000 * (t + 1);
+    const CallTimes times{issued, started, started + 10};
+    recorder.record(times, times.ended + i % 7 + 1);
+  };
+  record(0, 0);  // thread 0, this one, owns the first set from here on
+  constexpr int kOthers = 3;
+  constexpr int kEach = 20000;
+  std::latch start(kOthers + 2);
+  std::atomic<bool> recording{true};
+  std::vector<std::thread> threads;
+  for (int t = 1; t <= kOthers; ++t) {
+    threads.emplace_back([&, t] {
+      start.arrive_and_wait();
+      for (int i = 0; i < kEach; ++i) record(t, i);
+    });
+  }
+  std::thread reader([&] {
+    start.arrive_and_wait();
+    std::uint64_t last = 0;
+    while (recording.load()) {
+      const xthread::CallMonitor snapshot = recorder.snapshot();
+      ASSERT_GE(snapshot.notify.count(), last);
+      last = snapshot.notify.count();
+      if (last == 0) continue;
+      ASSERT_LE(snapshot.schedule.min(), snapshot.schedule.max());
+    }
+  });
+  start.arrive_and_wait();
+  for (int i = 1; i < kEach; ++i) record(0, i);  // the owner, racing the others
+  for (std::thread& thread : threads) thread.join();
+  recording = false;
+  reader.join();
+  const xthread::CallMonitor all = recorder.snapshot();
+  const std::uint64_t calls = std::uint64_t{kOthers + 1} * kEach;
+  EXPECT_EQ(all.schedule.count(), calls);
+  EXPECT_EQ(all.execute.count(), calls);
+  EXPECT_EQ(all.notify.count(), calls);
+  const auto ns = [](MonitorTicks ticks) { return xthread::detail::monitor_ticks_to_ns(ticks); };
+  EXPECT_EQ(all.schedule.min(), ns(1000));  // the owner's
+  EXPECT_EQ(all.schedule.max(), ns(1000 * (kOthers + 1)));  // another thread's
+  EXPECT_EQ(all.execute.min(), ns(10));
+  EXPECT_EQ(all.execute.max(), ns(10));
+  EXPECT_EQ(all.notify.min(), ns(1));
+  EXPECT_EQ(all.notify.max(), ns(7));
+}
+
 // ---- EventLoop's monitor -----------------------------------------------------------------------------
 
 TEST(LoopMonitor, OffByDefaultAndEmpty) {

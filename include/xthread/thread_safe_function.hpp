@@ -120,8 +120,10 @@ class ThreadSafeFunction<R(Args...)> {
     std::function<void()> finalizer{};  ///< runs once on the loop thread when fully released (see class)
     Priority priority = Priority::normal;  ///< priority of call(), call_sync() and try_call() on the loop
     /// Record study 000's three phases of every call whose callee runs (see CallMonitor); read with
-    /// monitor(). Costs four clock stamps per call (call_sync shares one with its own reply timing)
-    /// and three lock-free histogram records, and about 30 KB; when off, one untaken branch per call.
+    /// monitor(). Costs four stamps of the monitor clock per call (the CPU's counter where the kernel's
+    /// clock is that counter, else steady_clock: docs/monitoring.md) and three lock-free histogram
+    /// records, and about 60 KB; the process's first monitored function calibrates the clock (200 µs,
+    /// busy). When off, one untaken branch per call.
     bool monitor = false;
   };
 
@@ -153,7 +155,7 @@ class ThreadSafeFunction<R(Args...)> {
   [[nodiscard]] Future<R> call_with(CallOptions options, U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
-    const auto issued = issued_now(state);
+    const auto issued = now_if_monitored(state);
     detail::CallGate::Admission admission;
     if (detail::loop_in_thread(*state.core)) {
       admission = state.gate.try_enter(true);
@@ -192,7 +194,7 @@ class ThreadSafeFunction<R(Args...)> {
       record(state, times, times.ended);
       return inline_outcome.take();
     }
-    const auto issued = issued_now(state);
+    const auto issued = now_if_monitored(state);
     // A loop thread about to block (also on a full queue): record the wait first, and refuse a call
     // that closes a cycle.
     detail::SyncWaitEdge edge(*state.core,
@@ -201,9 +203,10 @@ class ThreadSafeFunction<R(Args...)> {
     if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     SyncCall<U&&...> node(state, edge.record(), std::forward<U>(arguments)...);
     node.reply.notes.issued = issued;
-    // The reply estimate's start; a monitoring call reuses its issue time (one clock read fewer; the
-    // estimate then includes a wait for a queue slot, which only a full bounded queue makes long).
-    const auto start = state.monitor ? issued : std::chrono::steady_clock::now();
+    // The reply estimate's start. A monitored call times its reply on the monitor clock instead, from
+    // its issue stamp to its notify stamp (no steady_clock read; the estimate then includes a wait for
+    // a queue slot, which only a full bounded queue makes long).
+    const auto start = state.monitor ? detail::SteadyClock::time_point{} : detail::SteadyClock::now();
     const detail::Posted posted = detail::loop_post_for_reply(*state.core, &node, options.priority, options.at_front);
     if (posted == detail::Posted::closed) {
       state.gate.cancel_admission();
@@ -211,9 +214,13 @@ class ThreadSafeFunction<R(Args...)> {
     }
     edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
     node.reply.done.wait(detail::Partner{state.replies.recent(), posted == detail::Posted::asleep});
-    const auto woke = std::chrono::steady_clock::now();
-    state.replies.record(woke - start);
-    record(state, node.reply.notes, woke);
+    if (state.monitor) {
+      const detail::MonitorTicks notified = detail::monitor_now();
+      state.replies.record(detail::monitor_elapsed(node.reply.notes.issued, notified));
+      detail::record_call(*state.monitor, node.reply.notes, notified);
+    } else {
+      state.replies.record(detail::SteadyClock::now() - start);
+    }
     return node.reply.outcome.take();
   }
 
@@ -223,7 +230,7 @@ class ThreadSafeFunction<R(Args...)> {
   [[nodiscard]] std::optional<Future<R>> try_call(U&&... arguments) {
     static_assert(std::is_constructible_v<Arguments, U&&...>, "arguments do not match the signature");
     State& state = *owner_->state;
-    const auto issued = issued_now(state);
+    const auto issued = now_if_monitored(state);
     if (state.gate.try_enter(detail::loop_in_thread(*state.core)) != detail::CallGate::Admission::admitted) {
       return std::nullopt;
     }
@@ -329,13 +336,12 @@ class ThreadSafeFunction<R(Args...)> {
     alignas(64) detail::ReplyEstimate replies;  // call_sync's partner estimate (detail/wait_policy.hpp)
   };
 
-  /// The instant a call is issued, read only while the function monitors.
-  static detail::SteadyClock::time_point issued_now(const State& state) noexcept {
-    return state.monitor ? detail::SteadyClock::now() : detail::SteadyClock::time_point{};
+  /// Now on the monitor clock while the function monitors (a call's issue and notify ends), else 0.
+  static detail::MonitorTicks now_if_monitored(const State& state) noexcept {
+    return state.monitor ? detail::monitor_now() : 0;
   }
   /// Records a finished call's phases when the function monitors.
-  static void record(const State& state, const detail::CallTimes& times,
-                     detail::SteadyClock::time_point notified) noexcept {
+  static void record(const State& state, const detail::CallTimes& times, detail::MonitorTicks notified) noexcept {
     if (state.monitor) detail::record_call(*state.monitor, times, notified);
   }
 
@@ -390,7 +396,7 @@ class ThreadSafeFunction<R(Args...)> {
   /// back (destroy()).
   struct AsyncCall final : detail::FutureState<R>, detail::LoopTask {
     template <class... U>
-    explicit AsyncCall(std::shared_ptr<State> owner, detail::SteadyClock::time_point issued, U&&... arguments)
+    explicit AsyncCall(std::shared_ptr<State> owner, detail::MonitorTicks issued, U&&... arguments)
         : state(std::move(owner)), pool(state->pool), stored(std::in_place, std::forward<U>(arguments)...) {
       times.issued = issued;
     }
@@ -418,7 +424,7 @@ class ThreadSafeFunction<R(Args...)> {
       stored.reset();
       state->gate.completed();
       // notify ends here, as the Future becomes ready: releasing `last` may destroy the recorder.
-      if (state->monitor) record(*state, times, detail::SteadyClock::now());
+      if (state->monitor) record(*state, times, detail::monitor_now());
       const std::shared_ptr<State> last = std::move(state);  // released after publish(), on this thread
       this->publish();
     }
@@ -436,7 +442,7 @@ class ThreadSafeFunction<R(Args...)> {
   };
 
   template <class... U>
-  Future<R> post_async(CallOptions options, detail::SteadyClock::time_point issued, U&&... arguments) {
+  Future<R> post_async(CallOptions options, detail::MonitorTicks issued, U&&... arguments) {
     const std::shared_ptr<State>& state = owner_->state;
     void* memory = nullptr;
     AsyncCall* node = nullptr;
@@ -556,7 +562,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
   bool await_suspend(std::coroutine_handle<> continuation) {
     continuation_ = continuation;
     State& state = *state_;
-    times_.issued = issued_now(state);
+    times_.issued = now_if_monitored(state);
     if (!stay_on_callee_) resume_site_ = detail::ResumeSite::here();
     const detail::CallGate::Admission admission = state.gate.enter_or_wait(*this);
     if (admission == detail::CallGate::Admission::full) return true;  // a waiter now: not touched again here
@@ -576,7 +582,7 @@ class ThreadSafeFunction<R(Args...)>::Awaitable final : private detail::LoopTask
 
   /// The callee's value; rethrows its exception (see Errors in ThreadSafeFunction) or ClosedError.
   R await_resume() {
-    if (state_->monitor) record(*state_, times_, detail::SteadyClock::now());  // resumed: notify ends
+    if (state_->monitor) record(*state_, times_, detail::monitor_now());  // resumed: notify ends
     return outcome_.take();
   }
 

@@ -6,25 +6,26 @@
 #include <memory>
 
 #include "xthread/latency_histogram.hpp"
-#include "xthread/detail/saturating_time.hpp"
+#include "xthread/detail/monitor_clock.hpp"
 
 namespace xthread::detail {
 
 class CallRecorder;  // src/histogram_recorder.hpp
 
-/// One call's instants on the steady clock; only stamped while the function's monitor is on. A
-/// default `started` means the callee never ran (nothing is recorded then).
+/// One call's instants on the monitor clock (detail/monitor_clock.hpp); only stamped while the
+/// function's monitor is on. A zero `started` means the callee never ran (nothing is recorded then).
 struct CallTimes {
-  SteadyClock::time_point issued{};
-  SteadyClock::time_point started{};
-  SteadyClock::time_point ended{};
+  MonitorTicks issued = 0;
+  MonitorTicks started = 0;
+  MonitorTicks ended = 0;
 };
 
-/// A new, empty recorder. May throw std::bad_alloc.
+/// A new, empty recorder; the first one of the process chooses the monitor clock
+/// (setup_monitor_clock()). May throw std::bad_alloc.
 [[nodiscard]] std::shared_ptr<CallRecorder> make_call_recorder();
 /// Any thread, lock-free: records one call's three phases (schedule = started − issued, execute =
 /// ended − started, notify = notified − ended); nothing when the callee never ran.
-void record_call(CallRecorder& recorder, const CallTimes& times, SteadyClock::time_point notified) noexcept;
+void record_call(CallRecorder& recorder, const CallTimes& times, MonitorTicks notified) noexcept;
 /// Any thread: a snapshot (empty histograms for nullptr, a function without a monitor).
 [[nodiscard]] CallMonitor call_monitor(const CallRecorder* recorder) noexcept;
 
@@ -36,9 +37,9 @@ void run_timed(const CallRecorder* recorder, CallTimes& times, Callee&& callee) 
     callee();
     return;
   }
-  times.started = SteadyClock::now();
+  times.started = monitor_now();
   callee();
-  times.ended = SteadyClock::now();
+  times.ended = monitor_now();
 }
 
 }  // namespace xthread::detail
