@@ -64,10 +64,13 @@ class LoopRecorder {
 /// ThreadSafeFunction's monitor (Options::monitor): study 000's three phases of each call. The first
 /// thread that records owns one set of histograms and records there with plain stores (usually the
 /// only caller, or the loop for call()); every other thread records into a second set with
-/// read-modify-writes; a snapshot adds both. A thread is told by current_thread_tag(), which a new
-/// thread reuses only after the old one has exited (the thread library hands its block over under a
-/// lock, so the old thread's records happen before the new thread's). Thread rule: record() and
-/// snapshot() from any threads at once.
+/// read-modify-writes; a snapshot adds both. A thread is told by a number no other thread of the
+/// process ever gets (recording_thread_id()), so the owned set has one writer for the recorder's life.
+/// Thread rule: record() and snapshot() from any threads at once.
+/// A number for the calling thread, never 0 and never given to another thread of the process (a
+/// counter, not an address that a later thread may reuse). Thread rule: any thread.
+[[nodiscard]] std::uint64_t recording_thread_id() noexcept;
+
 class CallRecorder {
  public:
   void record(const CallTimes& times, MonitorTicks notified) noexcept;
@@ -79,7 +82,7 @@ class CallRecorder {
     HistogramRecorder execute;
     HistogramRecorder notify;
   };
-  alignas(64) std::atomic<const void*> owner_{nullptr};  // current_thread_tag() of owned_'s writer
+  alignas(64) std::atomic<std::uint64_t> owner_{0};  // recording_thread_id() of owned_'s writer; 0: none yet
   alignas(64) Phases owned_;
   alignas(64) Phases shared_;
 };

@@ -9,7 +9,6 @@
 #include <stdexcept>
 
 #include "histogram_recorder.hpp"
-#include "xthread/detail/wait_policy.hpp"
 
 namespace xthread {
 
@@ -183,15 +182,21 @@ LoopMonitor LoopRecorder::snapshot() const noexcept {
   return monitor;
 }
 
+std::uint64_t recording_thread_id() noexcept {
+  static std::atomic<std::uint64_t> next{1};
+  thread_local const std::uint64_t id = next.fetch_add(1, std::memory_order_relaxed);  // relaxed: unique is all
+  return id;
+}
+
 void CallRecorder::record(const CallTimes& times, MonitorTicks notified) noexcept {
   if (times.started == 0) return;  // the callee never ran
   const std::chrono::nanoseconds schedule = monitor_elapsed(times.issued, times.started);
   const std::chrono::nanoseconds execute = monitor_elapsed(times.started, times.ended);
   const std::chrono::nanoseconds notify = monitor_elapsed(times.ended, notified);
-  const void* const me = current_thread_tag();
-  const void* owner = owner_.load(std::memory_order_relaxed);
+  const std::uint64_t me = recording_thread_id();
+  std::uint64_t owner = owner_.load(std::memory_order_relaxed);
   // relaxed: only the thread that wins the exchange ever writes owned_, and a snapshot reads atomics.
-  if (owner == me || (owner == nullptr && owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed))) {
+  if (owner == me || (owner == 0 && owner_.compare_exchange_strong(owner, me, std::memory_order_relaxed))) {
     owned_.schedule.record_single_writer(schedule);
     owned_.execute.record_single_writer(execute);
     owned_.notify.record_single_writer(notify);

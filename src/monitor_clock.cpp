@@ -25,8 +25,10 @@ namespace {
 
 using SteadyClock = std::chrono::steady_clock;
 
-/// Nanoseconds per tick of the source in use; 1 for steady_clock. Written once, before the source
-/// switches to the TSC (release), read after the source was seen (the call's own ordering).
+/// Nanoseconds per tick of the source in use; 1 for steady_clock. Written once, inside
+/// setup_monitor_clock()'s one-time initialization, before the source it belongs to. Relaxed loads
+/// suffice: every reader got there through a monitored function, made after that initialization
+/// finished and handed to its callers and its loop through synchronizing operations.
 std::atomic<double> tick_scale{1.0};
 
 /// How long the calibration measures: long enough that the pairs' own spread (tens of ns) is below
@@ -38,7 +40,7 @@ std::int64_t steady_ns() noexcept { return SteadyClock::now().time_since_epoch()
 #if defined(__x86_64__)
 std::int64_t read_tsc() noexcept { return static_cast<std::int64_t>(__builtin_ia32_rdtsc()); }
 
-bool cpu_has_invariant_tsc() noexcept {
+bool invariant_tsc_from_cpuid() noexcept {
   unsigned eax = 0;
   unsigned ebx = 0;
   unsigned ecx = 0;
@@ -46,6 +48,11 @@ bool cpu_has_invariant_tsc() noexcept {
   if (__get_cpuid(0x80000000U, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000007U) return false;
   if (__get_cpuid(0x80000007U, &eax, &ebx, &ecx, &edx) == 0) return false;
   return (edx & (1U << 8)) != 0;  // "TscInvariant": the same rate in every P-, C- and T-state
+}
+
+/// The counter's ticks from `before` to `after`, modulo 2^64 (a counter that wrapped in between).
+std::uint64_t span(std::int64_t before, std::int64_t after) noexcept {
+  return static_cast<std::uint64_t>(after) - static_cast<std::uint64_t>(before);
 }
 
 /// The tightest of a few pairs: a pair whose counter reads lie far apart was interrupted.
@@ -56,7 +63,7 @@ ClockPair tight_pair() noexcept {
     pair.tsc_before = read_tsc();
     pair.steady_ns = steady_ns();
     pair.tsc_after = read_tsc();
-    if (attempt == 0 || pair.tsc_after - pair.tsc_before < best.tsc_after - best.tsc_before) best = pair;
+    if (attempt == 0 || span(pair.tsc_before, pair.tsc_after) < span(best.tsc_before, best.tsc_after)) best = pair;
   }
   return best;
 }
@@ -69,17 +76,14 @@ MonitorClockSource choose() noexcept {
         read_system_file("/sys/devices/system/clocksource/clocksource0/current_clocksource");
     MonitorClockFacts facts;
     facts.x86_64 = true;
-    facts.invariant_tsc = cpu_has_invariant_tsc();
+    facts.invariant_tsc = invariant_tsc_from_cpuid();
     if (clocksource) facts.clocksource = *clocksource;
     facts.override_value = std::getenv("XTHREAD_MONITOR_CLOCK");  // NOLINT(concurrency-mt-unsafe): read once
     if (!tsc_may_serve(facts)) return MonitorClockSource::steady;
   } catch (...) {  // no memory to read the file: the portable clock
     return MonitorClockSource::steady;
   }
-  const ClockPair first = tight_pair();
-  while (steady_ns() - first.steady_ns < std::chrono::nanoseconds{kCalibration}.count()) {
-  }
-  const std::optional<double> scale = ns_per_tick(first, tight_pair());
+  const std::optional<double> scale = calibrate_tsc();
   if (!scale) return MonitorClockSource::steady;
   tick_scale.store(*scale, std::memory_order_relaxed);
   return MonitorClockSource::tsc;
@@ -89,6 +93,33 @@ MonitorClockSource choose() noexcept {
 }
 
 }  // namespace
+
+std::optional<double> calibrate_tsc() noexcept {
+#if defined(__x86_64__)
+  const ClockPair first = tight_pair();
+  while (steady_ns() - first.steady_ns < std::chrono::nanoseconds{kCalibration}.count()) {
+  }
+  return ns_per_tick(first, tight_pair());
+#else
+  return std::nullopt;
+#endif
+}
+
+bool cpu_has_invariant_tsc() noexcept {
+#if defined(__x86_64__)
+  return invariant_tsc_from_cpuid();
+#else
+  return false;
+#endif
+}
+
+std::int64_t read_tsc_for_test() noexcept {
+#if defined(__x86_64__)
+  return read_tsc();
+#else
+  return 0;
+#endif
+}
 
 bool tsc_may_serve(const MonitorClockFacts& facts) noexcept {
   if (!facts.x86_64 || !facts.invariant_tsc || !facts.clocksource) return false;
@@ -125,18 +156,17 @@ std::chrono::nanoseconds scaled_ns(MonitorTicks ticks, double scale) noexcept {
 MonitorClockSource setup_monitor_clock() noexcept {
   static const MonitorClockSource chosen = [] {  // once per process; racing callers wait for it
     const MonitorClockSource source = choose();
-    // release: tick_scale is written before the source that makes readers use it.
-    monitor_clock_in_use.store(source, std::memory_order_release);
+    // relaxed: readers are ordered after this initialization by other means (see tick_scale).
+    monitor_clock_in_use.store(source, std::memory_order_relaxed);
     return source;
   }();
   return chosen;
 }
 
 std::chrono::nanoseconds monitor_elapsed(MonitorTicks earlier, MonitorTicks later) noexcept {
-  MonitorTicks ticks = 0;
-  if (__builtin_sub_overflow(later, earlier, &ticks)) {  // saturate first: beyond any real interval
-    return later > earlier ? std::chrono::nanoseconds::max() : std::chrono::nanoseconds::min();
-  }
+  // Modulo 2^64, then as signed: exact for any two readings less than 2^63 ticks apart, also across a
+  // counter's wrap (no overflow: unsigned arithmetic, and a conversion defined in C++20).
+  const auto ticks = static_cast<MonitorTicks>(static_cast<std::uint64_t>(later) - static_cast<std::uint64_t>(earlier));
   return monitor_ticks_to_ns(ticks);
 }
 

@@ -23,6 +23,7 @@
 #include "async_support.hpp"
 #include "histogram_recorder.hpp"
 #include "test_support.hpp"
+#include "xthread/detail/monitor_clock.hpp"
 #include "xthread/event_loop.hpp"
 #include "xthread/loop_thread.hpp"
 #include "xthread/thread_safe_function.hpp"
@@ -387,13 +388,17 @@ TEST(CallMonitor, CallSyncPhasesAddUpToTheCallersOwnTiming) {
   ASSERT_EQ(monitor.schedule.count(), std::uint64_t{kCalls});
   ASSERT_EQ(monitor.execute.count(), std::uint64_t{kCalls});
   ASSERT_EQ(monitor.notify.count(), std::uint64_t{kCalls});
-  EXPECT_GE(monitor.execute.min(), microseconds{50});
-  EXPECT_GE(monitor.execute.percentile(0.5), microseconds{49});
-  // The phases lie inside the caller's own window of each call, from one clock: their means add up
-  // to at most the caller's mean, and the little outside them (entering, returning) is small.
+  // The monitor clock may be the CPU's counter, calibrated against steady_clock to about 1e-4 and not
+  // following later rate corrections (NTP): allow 0.5 % where the two clocks are not one.
+  const bool one_clock = xthread::detail::monitor_clock_source() == xthread::detail::MonitorClockSource::steady;
+  const auto at_least = [one_clock](nanoseconds value) { return one_clock ? value : value * 995 / 1000; };
+  EXPECT_GE(monitor.execute.min(), at_least(microseconds{50}));
+  EXPECT_GE(monitor.execute.percentile(0.5), at_least(microseconds{49}));
+  // The phases lie inside the caller's own window of each call: their means add up to at most the
+  // caller's mean, and the little outside them (entering, returning) is small.
   const nanoseconds phases = monitor.schedule.mean() + monitor.execute.mean() + monitor.notify.mean();
   const nanoseconds caller = total / kCalls;
-  EXPECT_LE(phases, caller);
+  EXPECT_LE(at_least(phases), caller);
   EXPECT_GE(phases, caller * 9 / 10) << "phases " << phases.count() << " ns, caller " << caller.count() << " ns";
 }
 

@@ -5,12 +5,14 @@
 #include "xthread/detail/monitor_clock.hpp"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <string_view>
 
 namespace {
@@ -110,12 +112,21 @@ TEST(MonitorClockConversion, ScalesAndSaturatesInsteadOfOverflowing) {
   EXPECT_EQ(xthread::detail::scaled_ns(1'000, std::numeric_limits<double>::infinity()), nanoseconds::max());
 }
 
-TEST(MonitorClockConversion, ElapsedSaturatesWhereTheDifferenceWouldOverflow) {
+TEST(MonitorClockConversion, ElapsedIsTheDifferenceModuloTwoToTheSixtyFour) {
   xthread::detail::setup_monitor_clock();
+  const auto ns = [](MonitorTicks ticks) { return xthread::detail::monitor_ticks_to_ns(ticks); };
   EXPECT_EQ(xthread::detail::monitor_elapsed(0, 0), nanoseconds{0});
-  EXPECT_EQ(xthread::detail::monitor_elapsed(kMin, kMax), nanoseconds::max());
-  EXPECT_EQ(xthread::detail::monitor_elapsed(kMax, kMin), nanoseconds::min());
-  EXPECT_EQ(xthread::detail::monitor_elapsed(-1, kMax), nanoseconds::max());
+  EXPECT_EQ(xthread::detail::monitor_elapsed(100, 2'600), ns(2'500));
+  EXPECT_EQ(xthread::detail::monitor_elapsed(2'600, 100), ns(-2'500));
+  // A counter that wrapped between the readings: one tick, not 2^64 - 1 (and no overflow anywhere).
+  EXPECT_EQ(xthread::detail::monitor_elapsed(kMax, kMin), ns(1));
+  EXPECT_EQ(xthread::detail::monitor_elapsed(kMin, kMax), ns(-1));
+  EXPECT_EQ(xthread::detail::monitor_elapsed(-1, kMax), ns(kMin));
+  if (xthread::detail::monitor_clock_source() == MonitorClockSource::steady) {
+    EXPECT_EQ(ns(2'500), nanoseconds{2'500});
+  } else {
+    EXPECT_GT(ns(2'500), nanoseconds{0});
+  }
 }
 
 /// Both clocks at once: the monitor clock read just before and just after steady_clock; the tightest
@@ -156,10 +167,39 @@ TEST(MonitorClock, MeasuresAnIntervalAsSteadyClockDoes) {
   }
   const BothClocks end = read_both();
   const std::int64_t steady = end.steady - start.steady;
-  const std::int64_t monitor =
-      xthread::detail::monitor_elapsed((start.before + start.after) / 2, (end.before + end.after) / 2).count();
+  const auto middle = [](const BothClocks& both) { return both.before + (both.after - both.before) / 2; };
+  const std::int64_t monitor = xthread::detail::monitor_elapsed(middle(start), middle(end)).count();
   EXPECT_NEAR(static_cast<double>(monitor), static_cast<double>(steady), 0.005 * static_cast<double>(steady))
       << "monitor clock " << monitor << " ns, steady_clock " << steady << " ns";
+}
+
+TEST(MonitorClock, TheCounterCalibratesWhereverTheCpuHasAnInvariantOne) {
+  // The TSC path measured also where the monitor clock is steady_clock (another clocksource, or
+  // XTHREAD_MONITOR_CLOCK=steady): calibrate, then measure 20 ms on one CPU with both clocks.
+  if (!xthread::detail::cpu_has_invariant_tsc()) GTEST_SKIP() << "no invariant TSC on this CPU";
+  cpu_set_t before;
+  CPU_ZERO(&before);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // one CPU's counter: no cross-CPU skew here
+  const std::optional<double> scale = xthread::detail::calibrate_tsc();
+  ASSERT_TRUE(scale.has_value());
+  const std::int64_t tsc_start = xthread::detail::read_tsc_for_test();
+  const std::int64_t steady_start = std::chrono::steady_clock::now().time_since_epoch().count();
+  while (std::chrono::steady_clock::now().time_since_epoch().count() - steady_start < 20'000'000) {
+  }
+  const std::int64_t steady_end = std::chrono::steady_clock::now().time_since_epoch().count();
+  const std::int64_t tsc_end = xthread::detail::read_tsc_for_test();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(before), &before), 0);
+  const std::int64_t steady = steady_end - steady_start;
+  const std::int64_t counted = xthread::detail::scaled_ns(tsc_end - tsc_start, *scale).count();
+  // The counter reads bracket the steady ones: at least the steady interval, and within 0.5 % of it
+  // (plus a preemption's worth between two adjacent reads, which the tolerance absorbs: 100 µs).
+  EXPECT_NEAR(static_cast<double>(counted), static_cast<double>(steady),
+              0.005 * static_cast<double>(steady) + 100'000.0)
+      << "counter " << counted << " ns, steady_clock " << steady << " ns, scale " << *scale << " ns per tick";
 }
 
 }  // namespace

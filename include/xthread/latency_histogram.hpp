@@ -106,10 +106,11 @@ struct LoopMonitor {
 
 /// A snapshot of a ThreadSafeFunction's monitor (ThreadSafeFunction::Options::monitor,
 /// ThreadSafeFunction::monitor()): study 000's three phases of every call whose callee ran. Each
-/// call's three phases add up to its whole time (issued → the caller has the result). Timed by the
-/// monitor clock: on x86-64 Linux whose kernel clock is the TSC, the CPU's counter read without
-/// ordering (a stamp may fall a few tens of ns early), calibrated against steady_clock; elsewhere, or
-/// with XTHREAD_MONITOR_CLOCK=steady, steady_clock (docs/monitoring.md).
+/// call's three phases add up to its whole time (issued → the caller has the result; a phase that a
+/// stamp taken early made negative counts as 0). Timed by the monitor clock: on x86-64 Linux with an
+/// invariant TSC that the kernel's clock reads, that counter read without ordering and calibrated
+/// against steady_clock once per process; elsewhere, or with XTHREAD_MONITOR_CLOCK=steady,
+/// steady_clock (docs/monitoring.md, "The monitor's clock").
 struct CallMonitor {
   /// Issued → callee starts: from entering call/call_sync/try_call (or the co_await of async(),
   /// including a wait for a queue slot) to the start of the callee on the loop thread.

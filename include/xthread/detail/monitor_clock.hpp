@@ -22,14 +22,15 @@ enum class MonitorClockSource : std::uint8_t {
 };
 
 /// The source in use; steady until setup_monitor_clock() chose. Thread rule: any thread; the first
-/// monitored function's construction chooses it, before any of its calls is stamped.
+/// monitored function's construction chooses it, before any of its calls is stamped, and it never
+/// changes after that.
 extern std::atomic<MonitorClockSource> monitor_clock_in_use;
 
 /// Now, on the monitor clock. Thread rule: any thread; wait-free, no system call.
 inline MonitorTicks monitor_now() noexcept {
 #if defined(__x86_64__)
-  // relaxed: set once, before the first monitored function exists (a call's stamps happen after its
-  // function was made, which the call's own hand-over orders).
+  // relaxed: set once, before the first monitored function exists; every stamp is taken for a call
+  // of a monitored function, which reached this thread after it was made.
   if (monitor_clock_in_use.load(std::memory_order_relaxed) == MonitorClockSource::tsc) {
     return static_cast<MonitorTicks>(__builtin_ia32_rdtsc());
   }
@@ -38,10 +39,11 @@ inline MonitorTicks monitor_now() noexcept {
 }
 
 /// Chooses the source once per process (later calls return the choice): the TSC when the CPU says its
-/// counter is invariant, the kernel's clocksource is "tsc" (so the kernel keeps the CPUs' counters in
-/// step, as steady_clock itself relies on) and XTHREAD_MONITOR_CLOCK is not "steady"; then it is
-/// calibrated against steady_clock over 200 µs (busy, on the calling thread). Thread rule: any thread;
-/// allocates (reads a file), and is called where a monitored function is made.
+/// counter is invariant, the kernel's clocksource is "tsc" (the kernel checked the CPUs' counters
+/// against each other and steady_clock itself reads them) and XTHREAD_MONITOR_CLOCK is not "steady";
+/// then it is calibrated against steady_clock over 200 µs (busy, on the calling thread). Neither the
+/// choice nor the scale is revisited. Thread rule: any thread; allocates (reads a file), and is called
+/// where a monitored function is made.
 MonitorClockSource setup_monitor_clock() noexcept;
 
 /// The source in use (steady before setup_monitor_clock()). Thread rule: any thread.
@@ -52,8 +54,9 @@ MonitorClockSource setup_monitor_clock() noexcept;
 /// A difference of two readings in nanoseconds, truncated, saturating at nanoseconds::min()/max().
 /// Thread rule: any thread, after setup_monitor_clock().
 [[nodiscard]] std::chrono::nanoseconds monitor_ticks_to_ns(MonitorTicks ticks) noexcept;
-/// `later` − `earlier` (two readings) in nanoseconds; saturates, also where the subtraction would
-/// overflow. Thread rule: any thread, after setup_monitor_clock().
+/// `later` − `earlier` (two readings) in nanoseconds: their difference modulo 2^64 taken as signed
+/// (exact across a counter's wrap), then converted, saturating. Thread rule: any thread, after
+/// setup_monitor_clock().
 [[nodiscard]] std::chrono::nanoseconds monitor_elapsed(MonitorTicks earlier, MonitorTicks later) noexcept;
 
 // ---- the choice's parts, pure, for tests --------------------------------------------------------------
@@ -81,5 +84,14 @@ struct ClockPair {
 
 /// `ticks` × `scale` in nanoseconds, truncated, saturating at nanoseconds::min()/max().
 [[nodiscard]] std::chrono::nanoseconds scaled_ns(MonitorTicks ticks, double scale) noexcept;
+
+/// The calibration setup_monitor_clock() runs, on its own: nanoseconds per TSC tick measured against
+/// steady_clock over 200 µs (busy), or nullopt (not x86-64, or an implausible result). Any thread.
+[[nodiscard]] std::optional<double> calibrate_tsc() noexcept;
+/// Whether the CPU reports an invariant TSC (CPUID 0x80000007, EDX bit 8); false off x86-64. Any thread.
+[[nodiscard]] bool cpu_has_invariant_tsc() noexcept;
+/// The TSC (x86-64; 0 elsewhere), for tests of calibrate_tsc() on machines whose monitor clock is
+/// steady_clock. Any thread.
+[[nodiscard]] std::int64_t read_tsc_for_test() noexcept;
 
 }  // namespace xthread::detail
