@@ -184,7 +184,9 @@ LoopMonitor LoopRecorder::snapshot() const noexcept {
 
 std::uint64_t recording_thread_id() noexcept {
   static std::atomic<std::uint64_t> next{1};
-  thread_local const std::uint64_t id = next.fetch_add(1, std::memory_order_relaxed);  // relaxed: unique is all
+  // Zero-initialized and set on first use: no thread_local initialization guard on the record path.
+  thread_local std::uint64_t id = 0;
+  if (id == 0) id = next.fetch_add(1, std::memory_order_relaxed);  // relaxed: unique is all
   return id;
 }
 

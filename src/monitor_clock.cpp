@@ -35,6 +35,12 @@ std::atomic<double> tick_scale{1.0};
 /// 1e-3 of it, short enough not to matter where a monitored function is made.
 constexpr std::chrono::microseconds kCalibration{200};
 
+/// The ticks from `before` to `after`, modulo 2^64: exact also for a counter that wrapped in between
+/// (unsigned arithmetic: no overflow).
+std::uint64_t span(std::int64_t before, std::int64_t after) noexcept {
+  return static_cast<std::uint64_t>(after) - static_cast<std::uint64_t>(before);
+}
+
 std::int64_t steady_ns() noexcept { return SteadyClock::now().time_since_epoch().count(); }
 
 #if defined(__x86_64__)
@@ -48,11 +54,6 @@ bool invariant_tsc_from_cpuid() noexcept {
   if (__get_cpuid(0x80000000U, &eax, &ebx, &ecx, &edx) == 0 || eax < 0x80000007U) return false;
   if (__get_cpuid(0x80000007U, &eax, &ebx, &ecx, &edx) == 0) return false;
   return (edx & (1U << 8)) != 0;  // "TscInvariant": the same rate in every P-, C- and T-state
-}
-
-/// The counter's ticks from `before` to `after`, modulo 2^64 (a counter that wrapped in between).
-std::uint64_t span(std::int64_t before, std::int64_t after) noexcept {
-  return static_cast<std::uint64_t>(after) - static_cast<std::uint64_t>(before);
 }
 
 /// The tightest of a few pairs: a pair whose counter reads lie far apart was interrupted.
@@ -124,9 +125,7 @@ std::int64_t read_tsc_for_test() noexcept {
 bool tsc_may_serve(const MonitorClockFacts& facts) noexcept {
   if (!facts.x86_64 || !facts.invariant_tsc || !facts.clocksource) return false;
   if (facts.override_value != nullptr && std::strcmp(facts.override_value, "steady") == 0) return false;
-  std::string_view source = *facts.clocksource;
-  while (!source.empty() && (source.back() == '\n' || source.back() == ' ')) source.remove_suffix(1);
-  return source == "tsc";
+  return without_line_end(*facts.clocksource) == "tsc";
 }
 
 std::optional<double> ns_per_tick(const ClockPair& first, const ClockPair& second) noexcept {
@@ -164,10 +163,8 @@ MonitorClockSource setup_monitor_clock() noexcept {
 }
 
 std::chrono::nanoseconds monitor_elapsed(MonitorTicks earlier, MonitorTicks later) noexcept {
-  // Modulo 2^64, then as signed: exact for any two readings less than 2^63 ticks apart, also across a
-  // counter's wrap (no overflow: unsigned arithmetic, and a conversion defined in C++20).
-  const auto ticks = static_cast<MonitorTicks>(static_cast<std::uint64_t>(later) - static_cast<std::uint64_t>(earlier));
-  return monitor_ticks_to_ns(ticks);
+  // As signed (a conversion defined in C++20): exact for any two readings less than 2^63 ticks apart.
+  return monitor_ticks_to_ns(static_cast<MonitorTicks>(span(earlier, later)));
 }
 
 std::chrono::nanoseconds monitor_ticks_to_ns(MonitorTicks ticks) noexcept {

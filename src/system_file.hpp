@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // src/system_file.hpp — reading a small system file whole (internal): what the wait policy's CPU count
-// (/proc, cgroup files) and the monitor clock's choice (/sys clocksource) read.
+// (/proc, cgroup files) and the monitor clock's choice (/sys clocksource) read, and its value's line end.
 #pragma once
 
 #include <fstream>
 #include <iterator>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace xthread::detail {
 
@@ -16,6 +17,12 @@ namespace xthread::detail {
   std::ifstream in(path);
   if (!in) return std::nullopt;
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// `text` without the newlines and spaces at its end (a system file's value ends in '\n').
+[[nodiscard]] inline std::string_view without_line_end(std::string_view text) noexcept {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  return text;
 }
 
 }  // namespace xthread::detail

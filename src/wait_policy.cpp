@@ -115,9 +115,7 @@ std::optional<int> cpus_from_cpu_max(std::string_view text) noexcept {
   const std::size_t space = text.find(' ');
   if (space == std::string_view::npos) return std::nullopt;
   const std::string_view quota_text = text.substr(0, space);
-  std::string_view period_text = text.substr(space + 1);
-  while (!period_text.empty() && (period_text.back() == '\n' || period_text.back() == ' '))
-    period_text.remove_suffix(1);
+  const std::string_view period_text = without_line_end(text.substr(space + 1));
   std::int64_t quota = 0;
   std::int64_t period = 0;
   const auto parse = [](std::string_view digits, std::int64_t& value) {
