@@ -46,8 +46,8 @@ constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
 /// Threads this thread woke, or answered on its own CPU, since it last parked or idle-polled
 /// (note_handed_over); capped so the sum cannot overflow.
 thread_local int handed_over_count = 0;
-/// note_answered_caller(): this thread's next idle poll skips its quick checks.
-thread_local bool answered_caller = false;
+/// note_answered_waiter(): this thread's next idle poll skips its quick checks.
+thread_local bool answered_waiter = false;
 constexpr int kMaxHandedOver = 1 << 16;
 /// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).
 thread_local std::int64_t last_reply_ns = 0;
@@ -225,12 +225,12 @@ void note_handed_over(int threads) noexcept {
 
 void note_parking() noexcept {
   handed_over_count = 0;
-  answered_caller = false;
+  answered_waiter = false;
 }
 
-void note_answered_caller() noexcept { answered_caller = true; }
+void note_answered_waiter() noexcept { answered_waiter = true; }
 
-bool take_answered_caller() noexcept { return std::exchange(answered_caller, false); }
+bool take_answered_waiter() noexcept { return std::exchange(answered_waiter, false); }
 
 int handed_over_since_parked() noexcept { return handed_over_count; }
 

@@ -349,12 +349,12 @@ TEST(HandOver, AWakeThatFoundASleeperCountsUntilTheNextIdlePollAndAParkClearsIt)
 /// What a thread noted right after answering a waiter that had not parked.
 struct Noted {
   int handed_over = 0;           // handed_over_since_parked()
-  bool answered_caller = false;  // take_answered_caller()
+  bool answered_waiter = false;  // take_answered_waiter()
 };
 
-/// The waiter makes a OneShotEvent on `waiter_cpu` and does not park; a thread pinned to `cpu` sets it
-/// with `who`, from a clean state, and says what it noted. nullopt: a thread could not be pinned.
-std::optional<Noted> answer_from(int waiter_cpu, int cpu, xthread::detail::EventWaiter who) {
+/// The waiter makes a OneShotEvent on `waiter_cpu` and does not park; a thread pinned to `cpu` sets it,
+/// from a clean state, and says what it noted. nullopt: a thread could not be pinned.
+std::optional<Noted> answer_from(int waiter_cpu, int cpu) {
   std::optional<xthread::detail::OneShotEvent> event;
   {
     const xthread_test::PinnedToOneCpu pin(waiter_cpu);
@@ -366,8 +366,8 @@ std::optional<Noted> answer_from(int waiter_cpu, int cpu, xthread::detail::Event
     const xthread_test::PinnedToOneCpu pin(cpu);
     if (!pin.pinned()) return;
     xthread::detail::note_parking();  // start from zero
-    event->set(who);
-    noted = Noted{xthread::detail::handed_over_since_parked(), xthread::detail::take_answered_caller()};
+    event->set();
+    noted = Noted{xthread::detail::handed_over_since_parked(), xthread::detail::take_answered_waiter()};
   });
   answerer.join();
   event->wait();  // set: returns at once
@@ -375,95 +375,83 @@ std::optional<Noted> answer_from(int waiter_cpu, int cpu, xthread::detail::Event
 }
 
 TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoesNot) {
-  using xthread::detail::EventWaiter;
   const std::vector<int> cpus = xthread_test::allowed_cpus();
   ASSERT_FALSE(cpus.empty());
-  const std::optional<Noted> same = answer_from(cpus[0], cpus[0], EventWaiter::other);
+  // A waiter on this CPU that did not park yet (preempted by the answerer) needs this CPU.
+  const std::optional<Noted> same = answer_from(cpus[0], cpus[0]);
   if (!same) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
   EXPECT_EQ(same->handed_over, 1);
-  EXPECT_FALSE(same->answered_caller);
+  EXPECT_TRUE(same->answered_waiter);
   {
     // The waiter answering its own event (parallel_for's caller finishing the last chunk) is no
     // hand-over: nobody else needs the CPU.
     const xthread_test::PinnedToOneCpu pin(cpus[0]);
     xthread::detail::OneShotEvent event;
     xthread::detail::note_parking();
-    event.set(EventWaiter::plain_caller);
+    event.set();
     EXPECT_EQ(xthread::detail::handed_over_since_parked(), 0);
-    EXPECT_FALSE(xthread::detail::take_answered_caller());
+    EXPECT_FALSE(xthread::detail::take_answered_waiter());
   }
   if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other CPU to answer from";
-  const std::optional<Noted> other = answer_from(cpus[0], cpus[1], EventWaiter::plain_caller);
+  const std::optional<Noted> other = answer_from(cpus[0], cpus[1]);
   ASSERT_TRUE(other.has_value());
   EXPECT_EQ(other->handed_over, 0);  // it runs elsewhere, unparked
-  EXPECT_FALSE(other->answered_caller);
+  EXPECT_FALSE(other->answered_waiter);
 }
 
-TEST(AnsweredCaller, AnIdlePollRightAfterAnsweringACallerThatRunsNoLoopSkipsItsQuickChecksOnce) {
-  using xthread::detail::note_answered_caller;
+TEST(AnsweredWaiter, AnIdlePollRightAfterAnsweringAWaiterSkipsItsQuickChecksOnce) {
+  using xthread::detail::note_answered_waiter;
   using xthread::detail::note_handed_over;
   using xthread::detail::note_parking;
   using xthread::detail::poll_before_park;
   for (const Waiter waiter : {Waiter::loop_idle, Waiter::worker_idle}) {
     note_parking();
-    // What OneShotEvent::set(plain_caller) notes when its waiter needs a CPU: the hand-over parks
-    // the next idle poll, the answer skips its quick checks. One check (the final one), no poll.
+    // What OneShotEvent::set notes when its waiter needs a CPU: the hand-over parks the next idle
+    // poll, the answer skips its quick checks. One check (the final one), no poll.
     note_handed_over(1);
-    note_answered_caller();
+    note_answered_waiter();
     int checks = 0;
     EXPECT_FALSE(poll_before_park([&] { return ++checks < 0; }, waiter));
     EXPECT_EQ(checks, 1);
-    // Consumed: the next one after a hand-over alone makes its 64 quick checks and the final one.
+    // Consumed: the next one after a hand-over alone (a post that woke a loop) makes its 64 quick
+    // checks and the final one.
     note_handed_over(1);
     checks = 0;
     EXPECT_FALSE(poll_before_park([&] { return ++checks < 0; }, waiter));
     EXPECT_EQ(checks, 65);
     // A park clears it.
-    note_answered_caller();
+    note_answered_waiter();
     note_parking();
-    EXPECT_FALSE(xthread::detail::take_answered_caller());
+    EXPECT_FALSE(xthread::detail::take_answered_waiter());
   }
   // Reply waits (for an awake or an asleep partner) and helping waits neither read nor clear it.
-  note_answered_caller();
+  note_answered_waiter();
   for (const bool asleep : {false, true}) {
     (void)poll_before_park([] { return false; }, Waiter::reply, Partner{microseconds{10}, asleep});
   }
   (void)poll_before_park([] { return false; }, Waiter::helping);
-  EXPECT_TRUE(xthread::detail::take_answered_caller());
+  EXPECT_TRUE(xthread::detail::take_answered_waiter());
   note_parking();
 }
 
-TEST(AnsweredCaller, OnlyAnAnswerToACallerThatRunsNoLoopAndNeedsACpuCounts) {
-  using xthread::detail::EventWaiter;
-  const std::vector<int> cpus = xthread_test::allowed_cpus();
-  ASSERT_FALSE(cpus.empty());
-  // A waiter on this CPU that did not park yet (preempted by the answerer).
-  const std::optional<Noted> plain = answer_from(cpus[0], cpus[0], EventWaiter::plain_caller);
-  if (!plain) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
-  EXPECT_TRUE(plain->answered_caller);
-  const std::optional<Noted> nested = answer_from(cpus[0], cpus[0], EventWaiter::other);  // a loop thread's call
-  ASSERT_TRUE(nested.has_value());
-  EXPECT_FALSE(nested->answered_caller);
-  {
-    // A waiter that parked: the answer wakes it, so it needs a CPU wherever it runs.
-    xthread::detail::OneShotEvent event;  // made here, waited on by `waiter`: only the setter's view matters
-    std::thread waiter([&] { event.wait(Partner{microseconds{10}, /*asleep=*/true}); });
-    const bool parked = xthread_test::eventually([&] { return event.waiter_parked(); });
-    xthread::detail::note_parking();
-    event.set(EventWaiter::plain_caller);  // also releases the waiter if it never parked
-    waiter.join();
-    ASSERT_TRUE(parked) << "the waiter did not park within 10 s";
-    EXPECT_TRUE(xthread::detail::take_answered_caller());
-  }
-  // Its own event, and a waiter on another CPU that did not park: HandOver above (nothing noted).
+TEST(AnsweredWaiter, AnAnswerToAParkedWaiterCounts) {
+  // A waiter that parked: the answer wakes it, so it needs a CPU wherever it runs.
+  xthread::detail::OneShotEvent event;  // made here, waited on by `waiter`: only the setter's view matters
+  std::thread waiter([&] { event.wait(Partner{microseconds{10}, /*asleep=*/true}); });
+  const bool parked = xthread_test::eventually([&] { return event.waiter_parked(); });
+  xthread::detail::note_parking();
+  event.set();  // also releases the waiter if it never parked
+  waiter.join();
+  ASSERT_TRUE(parked) << "the waiter did not park within 10 s";
+  EXPECT_TRUE(xthread::detail::take_answered_waiter());
+  // A waiter on this CPU that did not park, on another CPU, and its own event: HandOver above.
 }
 
-TEST(AnsweredCaller, CallSyncAndInvokeSyncFromAPlainThreadCountAndFromALoopThreadDoNot) {
+TEST(AnsweredWaiter, CallSyncAndInvokeSyncCountFromAPlainThreadAndFromALoopThreadsNestedCall) {
   const std::vector<int> cpus = xthread_test::allowed_cpus();
   ASSERT_FALSE(cpus.empty());
   // Every thread on one CPU (the loop threads inherit this thread's mask), so each answer meets a
-  // waiter that parked or shares the answerer's CPU (what set() looks for): only the caller's kind
-  // decides.
+  // waiter that parked or shares the answerer's CPU (what set() looks for).
   const xthread_test::PinnedToOneCpu pin(cpus[0]);
   if (!pin.pinned()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
   xthread::LoopThread answering{"answering"};
@@ -473,7 +461,7 @@ TEST(AnsweredCaller, CallSyncAndInvokeSyncFromAPlainThreadCountAndFromALoopThrea
   std::atomic<int> seen{-1};
   const auto read_the_note_next = [&] {
     seen.store(-1);
-    (void)answering.loop().post([&] { seen.store(xthread::detail::take_answered_caller() ? 1 : 0); });
+    (void)answering.loop().post([&] { seen.store(xthread::detail::take_answered_waiter() ? 1 : 0); });
   };
   xthread::ThreadSafeFunction<int()> function{answering.loop(), [&] {
     read_the_note_next();
@@ -486,9 +474,11 @@ TEST(AnsweredCaller, CallSyncAndInvokeSyncFromAPlainThreadCountAndFromALoopThrea
   };
   EXPECT_EQ(seen_after([&] { (void)function.call_sync(); }), 1);
   EXPECT_EQ(seen_after([&] { answering.loop().invoke_sync(read_the_note_next); }), 1);
-  EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { (void)function.call_sync(); }); }), 0);
+  // Case 3's worker: a loop thread's nested call. Skipping the answering loop's quick checks here keeps
+  // the chain on one CPU where it was split (docs/waiting.md, "Quick checks after an answer").
+  EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { (void)function.call_sync(); }); }), 1);
   EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { answering.loop().invoke_sync(read_the_note_next); }); }),
-            0);
+            1);
 }
 
 TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJustNow) {

@@ -131,11 +131,11 @@ class SyncInvokeTask final : public LoopTask {
   SyncInvokeTask(F&& function, WaitRecord* wait) : function_(std::forward<F>(function)), wait_(wait) {}
   void run(LoopCore& /*core*/) noexcept override {
     reply_.outcome.run(std::forward<F>(function_));
-    finish(wait_ == nullptr ? EventWaiter::plain_caller : EventWaiter::other);
+    finish();
   }
   void discard() noexcept override {
     reply_.outcome.close("EventLoop stopped before the invoked function ran");
-    finish(EventWaiter::other);  // on whichever thread closes the loop
+    finish();  // on whichever thread closes the loop
   }
   /// Caller thread: blocks until run() or discard() finished, then gives the value or rethrows.
   /// `partner`: what the post found (Partner::asleep).
@@ -145,9 +145,9 @@ class SyncInvokeTask final : public LoopTask {
   }
 
  private:
-  void finish(EventWaiter who) noexcept {
+  void finish() noexcept {
     if (wait_ != nullptr) loop_end_wait(*wait_);  // before the caller resumes
-    reply_.done.set(who);  // last touch of *this: the caller's frame may end right after
+    reply_.done.set();  // last touch of *this: the caller's frame may end right after
   }
 
   F&& function_;            // the caller's callable, in its frame

@@ -370,17 +370,17 @@ class ThreadSafeFunction<R(Args...)> {
           });
         });
       }
-      finish(wait == nullptr ? detail::EventWaiter::plain_caller : detail::EventWaiter::other);
+      finish();
     }
     void discard() noexcept override {
       state.gate.dequeued();
       reply.outcome.close("EventLoop stopped before running the call");
-      finish(detail::EventWaiter::other);  // on whichever thread closes the loop
+      finish();  // on whichever thread closes the loop
     }
-    void finish(detail::EventWaiter who) noexcept {
+    void finish() noexcept {
       if (wait != nullptr) detail::loop_end_wait(*wait);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
-      reply.done.set(who);     // last touch of *this
+      reply.done.set();        // last touch of *this
     }
 
     State& state;

@@ -2,6 +2,7 @@
 #include "common/floors.hpp"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -95,7 +96,13 @@ Summary ping_pong(std::size_t round_trips, WaitUntil wait_until, Publish publish
 
 Floors measure_floors(std::size_t round_trips) {
   Floors floors;
-  const bool single_cpu = std::thread::hardware_concurrency() < 2;
+  // The CPUs this process may run on, not the machine's: under `taskset -c 0` two spinning threads
+  // would each wait out a scheduler slice per round trip (minutes for one floor).
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  const bool single_cpu = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
+                              ? CPU_COUNT(&allowed) < 2
+                              : std::thread::hardware_concurrency() < 2;
   floors.spin_roundtrip_ns = ping_pong(round_trips, [single_cpu](std::atomic<int>& turn, int value) {
     while (turn.load(std::memory_order_acquire) != value) {
       if (single_cpu) std::this_thread::yield();

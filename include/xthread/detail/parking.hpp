@@ -21,11 +21,6 @@ void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept;
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
 
-/// Who waits on a OneShotEvent, as its setter knows it: a thread that runs no loop, blocked in a
-/// synchronous call (call_sync, invoke_sync) that the setter has just answered; or anything else (a
-/// loop thread's nested call, parallel_for's caller).
-enum class EventWaiter : std::uint8_t { other, plain_caller };
-
 /// A one-shot, single-waiter event: `set()` once from any thread, `wait()` from one thread.
 /// Memory ordering: everything the setter did before set() is visible after wait() returns.
 /// Destruction: the waiter may destroy the event as soon as wait() returns, even while set() is
@@ -35,9 +30,10 @@ class OneShotEvent {
   /// Made by the thread that will wait(): its CPU now is where it is likely to wait.
   OneShotEvent() noexcept : waiter_cpu_(current_cpu()), waiter_(current_thread_tag()) {}
 
-  /// Any thread, once. `who`: plain_caller makes this thread's next idle poll skip its quick checks
-  /// when the waiter had parked or shares this CPU (note_answered_caller).
-  void set(EventWaiter who = EventWaiter::other) noexcept {
+  /// Any thread, once. When the waiter had parked or shares this CPU, it needs a CPU now, often this
+  /// one: this thread's next idle poll parks at once, without its quick checks (note_handed_over,
+  /// note_answered_waiter).
+  void set() noexcept {
     // Copies first: once the exchange is done the waiter may destroy the event.
     const int waiter_cpu = waiter_cpu_;
     const void* const waiter = waiter_;
@@ -52,7 +48,7 @@ class OneShotEvent {
     } else {
       return;  // the waiter runs on another CPU, or is this thread
     }
-    if (who == EventWaiter::plain_caller) note_answered_caller();
+    note_answered_waiter();
   }
 
   [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }

@@ -89,21 +89,21 @@ void note_poll_clean() noexcept;
 /// (loop_idle, worker_idle) parks at once (WaitInputs::handed_over). Cleared by that poll, by a park
 /// and by an idle poll's quick checks finding work. Thread rule: the calling thread (thread-local).
 void note_handed_over(int threads) noexcept;
-/// Clears the calling thread's hand-over count and its note_answered_caller(): it parks, its host is
+/// Clears the calling thread's hand-over count and its note_answered_waiter(): it parks, its host is
 /// about to sleep, or its idle poll's quick checks found work. The threads it handed over to have had
 /// their CPUs. Thread rule: the calling thread.
 void note_parking() noexcept;
 /// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
 /// calling thread.
 [[nodiscard]] int handed_over_since_parked() noexcept;
-/// The calling thread has just answered a synchronous call whose caller runs no loop (call_sync,
-/// invoke_sync from a plain thread) and had parked or shares this CPU: that caller needs a CPU now,
-/// often this one, and posts nothing before it has run, so this thread's next idle poll (loop_idle,
-/// worker_idle) skips its quick checks (poll_before_park). Cleared by that poll and by a park. Thread
-/// rule: the calling thread (thread-local).
-void note_answered_caller() noexcept;
-/// Reads and clears the calling thread's note_answered_caller(). Thread rule: the calling thread.
-[[nodiscard]] bool take_answered_caller() noexcept;
+/// The calling thread has just answered a blocked waiter (OneShotEvent::set: a call_sync or
+/// invoke_sync caller, a loop thread's nested call, parallel_for's caller) that had parked or shares
+/// this CPU: the waiter needs a CPU now, often this one, and nothing it posts comes before it has run,
+/// so this thread's next idle poll (loop_idle, worker_idle) skips its quick checks (poll_before_park).
+/// Cleared by that poll and by a park. Thread rule: the calling thread (thread-local).
+void note_answered_waiter() noexcept;
+/// Reads and clears the calling thread's note_answered_waiter(). Thread rule: the calling thread.
+[[nodiscard]] bool take_answered_waiter() noexcept;
 /// The calling thread's reply wait ended at `at` after a park (a poll's end is noted by
 /// PollSession::succeeded): a streak if it calls again soon (WaitInputs::streak). Thread rule: the
 /// waiting thread (thread-local).
@@ -161,8 +161,8 @@ class PollSession {
 };
 
 /// Checks `ready()` a few times without touching shared state (a reply already on its way costs no
-/// more; skipped when the partner is asleep, and by an idle waiter that has just answered a caller that
-/// runs no loop), then polls it for as long as the policy allows. Returns ready()'s last value: the
+/// more; skipped when the partner is asleep, and by an idle waiter that has just answered a waiter that
+/// needs a CPU), then polls it for as long as the policy allows. Returns ready()'s last value: the
 /// caller parks when it is false. Never polls longer than kMaxPoll plus one step.
 template <class Ready>
 bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
@@ -176,12 +176,11 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
     return false;
   };
   // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. None
-  // either for an idle waiter that has just answered a caller that runs no loop: the caller needs a
-  // CPU, often this one, before it can post again. An idle waiter that answered a loop thread's nested
-  // call, or woke a thread otherwise, keeps them: they keep a chain of loops on one CPU
-  // (docs/waiting.md, "Case 3 beside raw futexes").
+  // either for an idle waiter that has just answered a waiter that needs a CPU, often this one, before
+  // it can post again (docs/waiting.md, "Quick checks after an answer"). An idle waiter that woke a
+  // thread otherwise (a post to a parked loop) keeps them.
   const bool quick_checks =
-      reads_hand_overs(waiter) ? !take_answered_caller() : !(waiter == Waiter::reply && partner.asleep);
+      reads_hand_overs(waiter) ? !take_answered_waiter() : !(waiter == Waiter::reply && partner.asleep);
   if (quick_checks && step()) {
     if (reads_hand_overs(waiter)) note_parking();  // found work: the hand-over is spent
     return true;
