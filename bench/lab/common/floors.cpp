@@ -94,15 +94,16 @@ Summary ping_pong(std::size_t round_trips, WaitUntil wait_until, Publish publish
 
 }  // namespace
 
-Floors measure_floors(std::size_t round_trips) {
-  Floors floors;
-  // The CPUs this process may run on, not the machine's: under `taskset -c 0` two spinning threads
-  // would each wait out a scheduler slice per round trip (minutes for one floor).
+bool spin_needs_yield() {
   cpu_set_t allowed;
   CPU_ZERO(&allowed);
-  const bool single_cpu = sched_getaffinity(0, sizeof(allowed), &allowed) == 0
-                              ? CPU_COUNT(&allowed) < 2
-                              : std::thread::hardware_concurrency() < 2;
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) == 0) return CPU_COUNT(&allowed) < 2;
+  return std::thread::hardware_concurrency() < 2;
+}
+
+Floors measure_floors(std::size_t round_trips) {
+  Floors floors;
+  const bool single_cpu = spin_needs_yield();  // the threads below inherit this thread's mask
   floors.spin_roundtrip_ns = ping_pong(round_trips, [single_cpu](std::atomic<int>& turn, int value) {
     while (turn.load(std::memory_order_acquire) != value) {
       if (single_cpu) std::this_thread::yield();
