@@ -164,7 +164,9 @@ TEST(Floors, SpinsYieldWhenTheProcessMayUseOneCpu) {
     const auto f = xthread_lab::measure_floors(500);
     EXPECT_EQ(f.spin_roundtrip_ns.count, 500u);
   }
-  if (cpus.size() >= 2) EXPECT_FALSE(xthread_lab::spin_needs_yield());
+  if (cpus.size() >= 2) {
+    EXPECT_FALSE(xthread_lab::spin_needs_yield());
+  }
 }
 
 TEST(MachineInfo, Filled) {
