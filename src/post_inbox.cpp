@@ -35,7 +35,7 @@ TaskList PostInbox::oldest_first(LoopTask* newest) noexcept {
   LoopTask* older = nullptr;
   while (newest != nullptr) {
     LoopTask* const next = newest->next;
-    newest->next = older;
+    link(newest, older);
     older = newest;
     newest = next;
   }

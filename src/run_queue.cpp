@@ -9,7 +9,7 @@ namespace xthread::detail {
 
 void TaskList::push_front_list(TaskList other) noexcept {
   if (other.empty()) return;
-  other.tail->next = head;
+  link(other.tail, head);
   if (tail == nullptr) tail = other.tail;
   head = other.head;
 }
@@ -87,7 +87,7 @@ Batch RunQueue::take_one(std::size_t level) noexcept {
     list.tail = nullptr;
     mask_ &= ~(level_bit(level) | front_bit(level));
   }
-  one.tasks.head->next = nullptr;
+  link(one.tasks.head, nullptr);
   --counts_[level];
   if (fronts_[level] > 0) --fronts_[level];
   return one;

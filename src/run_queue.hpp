@@ -31,12 +31,20 @@ inline constexpr unsigned kFrontShift = kLevels + 1;
 constexpr std::uint32_t front_bit(std::size_t level) noexcept { return 1u << (kFrontShift + level); }
 inline constexpr std::uint32_t kIdleBit = level_bit(kIdleLevel);
 
+/// Sets `task`'s link, writing only when it changes. The loop's side links tasks it does not own the
+/// memory of: a lone call's node lives on the waiting caller's stack, and its link is already null, so
+/// the loop only reads that line and the caller's next node there does not have to fetch it back
+/// (docs/waiting.md, "Small arguments in the node").
+inline void link(LoopTask* task, LoopTask* next) noexcept {
+  if (task->next != next) task->next = next;
+}
+
 /// An intrusive singly linked list of tasks (through LoopTask::next); copying copies the two ends.
 struct TaskList {
   LoopTask* head = nullptr;
   LoopTask* tail = nullptr;
   void push_back(LoopTask* task) noexcept {
-    task->next = nullptr;
+    link(task, nullptr);
     if (tail == nullptr) {
       head = tail = task;
     } else {
@@ -90,7 +98,7 @@ class RunQueue {
   /// `at_front`: ahead of every task queued at `level` (the latest at_front task runs first).
   void push(LoopTask* task, std::size_t level, bool at_front) noexcept {
     if (at_front) {
-      task->next = nullptr;
+      link(task, nullptr);
       lists_[level].push_front_list(TaskList{task, task});
       ++fronts_[level];
       mask_ |= front_bit(level);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "post_inbox.hpp"
+#include "test_support.hpp"
 
 #include <chrono>
 #include <future>
@@ -64,6 +65,22 @@ TEST(PostInbox, TakeReturnsThePostsOldestFirstAndEmptiesIt) {
   EXPECT_FALSE(inbox.has_work());
   EXPECT_EQ(inbox.size(), 0u);
   EXPECT_TRUE(inbox.take().empty());
+}
+
+// The loop's take only reads a lone task's node (a call_sync's, on the waiting caller's stack): the
+// node's line stays where the caller can write its next node without fetching it back
+// (docs/waiting.md, "Small arguments in the node"). The pushed task sits on a read-only page; a write
+// kills the test with SIGSEGV.
+TEST(PostInbox, TakingALoneTaskOnlyReadsItsNode) {
+  PostInbox inbox;
+  xthread_test::ReadOnlyPage<Numbered> page;
+  ASSERT_TRUE(pushed(inbox, page.get()));  // the producer's side writes its own node
+  page.read_only();
+  const std::vector<Numbered*> taken = items(inbox.take());
+  page.writable();
+  EXPECT_EQ(taken, std::vector<Numbered*>{page.get()});
+  Wake wake;
+  EXPECT_TRUE(inbox.close(wake).empty());
 }
 
 TEST(PostInbox, CloseReturnsWhatWasPushedAndEveryLaterPushFails) {

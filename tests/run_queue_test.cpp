@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "run_queue.hpp"
+#include "test_support.hpp"
 
 namespace {
 using xthread::Priority;
@@ -193,4 +194,28 @@ TEST_F(RunQueueTest, AppendedTasksJoinTheBackAndTakeAllEmptiesEveryLevel) {
   EXPECT_EQ(queue.size(), 0u);
   EXPECT_EQ(queue.mask(), 0u);
   EXPECT_TRUE(queue.take_batch(streaks, true).empty());
+}
+
+// A lone task's node is only read as it is queued, batched, taken as one and given back: a call_sync's
+// node lives on the waiting caller's stack, and a write here would move its line back to the loop's
+// CPU (docs/waiting.md, "Small arguments in the node"). The task sits on a read-only page; a write
+// kills the test with SIGSEGV.
+TEST_F(RunQueueTest, ALoneTasksNodeIsOnlyReadAsItIsQueuedTakenAndGivenBack) {
+  xthread_test::ReadOnlyPage<Item> page("lone");
+  Item* const task = page.get();
+  page.read_only();
+  queue.push(task, kNormal, false);  // at the back of an empty level
+  Batch batch = queue.take_batch(streaks, true);
+  EXPECT_EQ(batch.tasks.head, task);
+  EXPECT_EQ(batch.tasks.tail, task);
+  queue.give_back(batch);  // the whole batch back, into an empty level
+  batch = queue.take_batch(streaks, true);
+  EXPECT_EQ(names(batch.tasks), std::vector<std::string>{"lone"});
+  queue.push(task, kNormal, true);  // at the front of an empty level
+  EXPECT_EQ(names(queue.take_batch(streaks, true).tasks), std::vector<std::string>{"lone"});
+  queue.push(task, kIdleLevel, false);
+  queue.allow_idle_round();
+  EXPECT_EQ(names(queue.take_batch(streaks, true).tasks), std::vector<std::string>{"lone"});  // taken as one
+  EXPECT_EQ(queue.size(), 0u);
+  page.writable();
 }

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <thread>
+#include <type_traits>
 
 #include "xthread/event_loop.hpp"
 #include "xthread/detail/call_monitoring.hpp"
@@ -31,6 +32,45 @@ TEST(SyncReply, EndsInvokeSyncsNodeOnTheLineAfterItsHeader) {
   using Node = xthread::detail::SyncInvokeTask<decltype(function)&, int>;
   EXPECT_EQ(alignof(Node), 64u);
   EXPECT_EQ(sizeof(Node), 128u);
+}
+
+// Which arguments a call_sync's node copies (the loop then reads them on the node's own line) and which
+// it refers to in the caller's frame: only an argument of exactly the parameter's by-value type that is
+// trivially copyable and no bigger than a pointer is copied (docs/waiting.md, "Small arguments in the
+// node").
+TEST(SyncReply, SyncArgumentCopiesOnlySmallTriviallyCopyableByValueArguments) {
+  using xthread::detail::SyncArgument;
+  struct Pair {
+    int a;
+    int b;
+  };
+  struct Wide {
+    long a;
+    long b;
+  };
+  struct Counted {
+    Counted() = default;
+    Counted(const Counted& /*other*/) {}
+    int value = 0;
+  };
+  static_assert(std::is_same_v<SyncArgument<int, int&>, int>);
+  static_assert(std::is_same_v<SyncArgument<int, int&&>, int>);
+  static_assert(std::is_same_v<SyncArgument<int, const int&>, int>);
+  static_assert(std::is_same_v<SyncArgument<double, double&&>, double>);
+  static_assert(std::is_same_v<SyncArgument<const char*, const char*&&>, const char*>);
+  static_assert(std::is_same_v<SyncArgument<Pair, Pair&>, Pair>);
+  // A reference parameter binds to the caller's own object.
+  static_assert(std::is_same_v<SyncArgument<int&, int&>, int&>);
+  static_assert(std::is_same_v<SyncArgument<const int&, const int&>, const int&>);
+  static_assert(std::is_same_v<SyncArgument<int&&, int&&>, int&&>);
+  // A conversion runs as a direct call would run it: from the caller's argument.
+  static_assert(std::is_same_v<SyncArgument<long, int&>, int&>);
+  static_assert(std::is_same_v<SyncArgument<const char*, const char(&)[3]>, const char(&)[3]>);
+  // Bigger than a pointer, or not trivially copyable: the reference.
+  static_assert(std::is_same_v<SyncArgument<Wide, Wide&&>, Wide&&>);
+  static_assert(std::is_same_v<SyncArgument<Counted, Counted&>, Counted&>);
+  static_assert(std::is_same_v<SyncArgument<std::string, std::string&&>, std::string&&>);
+  SUCCEED();
 }
 
 TEST(SyncReply, TheWaiterTakesTheOutcomeSetBeforeDone) {

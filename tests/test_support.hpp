@@ -11,7 +11,9 @@
 #include <fstream>
 #include <future>
 #include <mutex>
+#include <new>
 #include <string>
+#include <sys/mman.h>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -147,5 +149,37 @@ inline bool all_threads_sleeping(const std::string& prefix) {
   }
   return any;
 }
+
+/// One object of type T on a page of its own that can be made read-only: a write to it while
+/// read_only() is in force kills the process with SIGSEGV, so a test can prove that code only reads an
+/// object. The page is writable again before the object is destroyed.
+template <class T>
+class ReadOnlyPage {
+ public:
+  template <class... A>
+  explicit ReadOnlyPage(A&&... arguments) {
+    static_assert(sizeof(T) <= 4096);
+    memory_ = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (memory_ == MAP_FAILED) std::abort();
+    object_ = ::new (memory_) T(std::forward<A>(arguments)...);
+  }
+  ReadOnlyPage(const ReadOnlyPage&) = delete;
+  ReadOnlyPage& operator=(const ReadOnlyPage&) = delete;
+  ~ReadOnlyPage() {
+    writable();
+    object_->~T();
+    munmap(memory_, 4096);
+  }
+  T* get() const noexcept { return object_; }
+  void read_only() { protect(PROT_READ); }
+  void writable() { protect(PROT_READ | PROT_WRITE); }
+
+ private:
+  void protect(int protection) {
+    if (mprotect(memory_, 4096, protection) != 0) std::abort();
+  }
+  void* memory_ = nullptr;
+  T* object_ = nullptr;
+};
 
 }  // namespace xthread_test

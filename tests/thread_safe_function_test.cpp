@@ -81,6 +81,31 @@ TEST_P(ThreadSafeFunctionDriven, TheCalleesExceptionComesBack) {
   EXPECT_EQ(checked.call_sync(3), 3);
 }
 
+// call_sync copies small trivially copyable by-value arguments into its node and passes every other
+// argument by reference into the caller's frame (detail::SyncArgument): a reference parameter still
+// binds to the caller's own object, and every argument arrives with its value and value category.
+TEST_P(ThreadSafeFunctionDriven, CallSyncPassesSmallArgumentsByValueAndReferenceParametersToTheCallersObjects) {
+  EventLoop loop;
+  RunningLoop runner(loop, GetParam());
+  int counter = 1;
+  const int original = 7;
+  ThreadSafeFunction<bool(int&, const int&)> bump{loop, [&](int& target, const int& seen) {
+    ++target;
+    return &seen == &original;
+  }};
+  EXPECT_TRUE(bump.call_sync(counter, original));
+  EXPECT_EQ(counter, 2);
+  const char* text = "xthread";
+  ThreadSafeFunction<std::string(int, double, const char*, std::unique_ptr<int>, std::string)> mixed{
+      loop, [](int n, double d, const char* s, std::unique_ptr<int> p, std::string tail) {
+    return std::to_string(n) + " " + std::to_string(d) + " " + s + " " + std::to_string(*p) + " " + tail;
+  }};
+  std::string tail = "end";
+  const int n = 3;
+  EXPECT_EQ(mixed.call_sync(n, 2.5, text, std::make_unique<int>(9), std::move(tail)), "3 2.500000 xthread 9 end");
+  EXPECT_EQ(mixed.call_sync(-1, 0.0, text, std::make_unique<int>(0), std::string("x")), "-1 0.000000 xthread 0 x");
+}
+
 TEST_P(ThreadSafeFunctionDriven, VoidCallsWork) {
   EventLoop loop;
   RunningLoop runner(loop, GetParam());

@@ -234,6 +234,48 @@ TEST(PollBeforePark, ReturnsTrueAsSoonAsTheConditionHolds) {
   EXPECT_EQ(calls, 3);
 }
 
+// found_at_once tells the waiter that the quick checks found the condition, so it may skip timing the
+// wait (call_sync's and Future's reply estimates read no clock then): true only then.
+TEST(PollBeforePark, FoundAtOnceIsTrueOnlyWhenTheQuickChecksFoundTheCondition) {
+  using xthread::detail::poll_before_park;
+  const nanoseconds none{-1};
+  bool at_once = false;
+  int calls = 0;
+  EXPECT_TRUE(poll_before_park([&] { return ++calls == 3; }, Waiter::reply, Partner{}, none, &at_once));
+  EXPECT_TRUE(at_once);
+  // Found on the first check after the 64 quick checks (by the poll, or by the last check when the
+  // policy does not poll).
+  calls = 0;
+  EXPECT_TRUE(
+      poll_before_park([&] { return ++calls == 65; }, Waiter::reply, Partner{microseconds{10}}, none, &at_once));
+  EXPECT_EQ(calls, 65);
+  EXPECT_FALSE(at_once);
+  // Never found.
+  EXPECT_FALSE(poll_before_park([] { return false; }, Waiter::reply, Partner{microseconds{10}}, none, &at_once));
+  EXPECT_FALSE(at_once);
+  // A partner that was asleep gets no quick checks: found on the first check, but not at once.
+  at_once = true;
+  calls = 0;
+  EXPECT_TRUE(
+      poll_before_park([&] { return ++calls == 1; }, Waiter::reply, Partner{microseconds{10}, true}, none, &at_once));
+  EXPECT_FALSE(at_once);
+}
+
+// OneShotEvent::wait says whether the quick checks found the event set.
+TEST(PollBeforePark, OneShotEventWaitIsAtOnceForAnEventSetBeforeAndNotAfterAPark) {
+  xthread::detail::OneShotEvent set_before;
+  set_before.set();
+  EXPECT_TRUE(set_before.wait());
+  xthread::detail::OneShotEvent set_later;
+  bool at_once = true;
+  std::thread waiter([&] { at_once = set_later.wait(Partner{microseconds{10}, /*asleep=*/true}); });
+  const bool parked = xthread_test::eventually([&] { return set_later.waiter_parked(); });
+  set_later.set();  // also releases the waiter if it never parked
+  waiter.join();
+  ASSERT_TRUE(parked) << "the waiter did not park within 10 s";
+  EXPECT_FALSE(at_once);
+}
+
 TEST(PollBeforePark, AZeroLimitIsOneCheck) {
   int calls = 0;
   EXPECT_FALSE(

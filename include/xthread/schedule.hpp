@@ -220,7 +220,13 @@ class LoopHop final : public LoopTask {
   }
 
   // As the loop's task: resume on the loop thread, or with ClosedError on the closing thread.
-  void run(LoopCore& core) noexcept override { resume_reporting(coroutine_, &core); }
+  void run(LoopCore& core) noexcept override {
+    // The loop only read this node to queue it (src/run_queue.hpp, link()); the coroutine resumes on this
+    // thread and writes its frame, often its next awaiter right here: a write now brings the line over
+    // while the loop and the coroutine go on, rather than when that awaiter posts.
+    next = nullptr;
+    resume_reporting(coroutine_, &core);
+  }
   void discard() noexcept override {
     closed_ = true;
     resume_reporting(coroutine_, core_);

@@ -56,16 +56,21 @@ class OneShotEvent {
   [[nodiscard]] bool waiter_parked() const noexcept { return state_.load(std::memory_order_acquire) == kWaiterParked; }
 
   /// Polls as the wait policy allows for a reply from `partner` (detail/wait_policy.hpp), then parks.
-  void wait(Partner partner = {}) noexcept {
-    if (poll_before_park([this] { return is_set(); }, Waiter::reply, partner)) return;
+  /// True when the policy's quick checks found the event set (the reply was on its way; no clock read).
+  bool wait(Partner partner = {}) noexcept {
+    bool at_once = false;
+    if (poll_before_park([this] { return is_set(); }, Waiter::reply, partner, std::chrono::nanoseconds{-1}, &at_once)) {
+      return at_once;
+    }
     std::uint32_t expected = kEmpty;
     // acquire on failure: if the setter won the race, its writes must be visible to us.
     if (!state_.compare_exchange_strong(expected, kWaiterParked, std::memory_order_acquire)) {
       note_reply(std::chrono::steady_clock::now());  // came as the poll ended
-      return;
+      return false;
     }
     while (state_.load(std::memory_order_acquire) != kSet) futex_wait(state_, kWaiterParked);
     note_reply(std::chrono::steady_clock::now());
+    return false;
   }
 
  private:

@@ -3,6 +3,8 @@
 // outcome and the event that announces it, on cache lines of their own.
 #pragma once
 
+#include <type_traits>
+
 #include "xthread/detail/outcome.hpp"
 #include "xthread/detail/parking.hpp"
 
@@ -25,5 +27,20 @@ struct alignas(64) SyncReply {
   [[no_unique_address]] Notes notes;
   Outcome<R> outcome;
 };
+
+/// How a synchronous call's node holds one argument `U` (a reference type, as forwarded to call_sync)
+/// for a callee parameter of type `Param`: a reference into the waiting caller's frame, or, for an
+/// argument of exactly the parameter's by-value type that is trivially copyable and no bigger than the
+/// reference, a copy in the node itself. The loop then reads it on the node's line instead of fetching
+/// a line of the caller's frame from the caller's CPU (docs/waiting.md, "Small arguments in the node").
+/// The parameter is initialised as a direct call would do it: from the copy, with the same value
+/// category and so the same (trivial) constructor.
+template <class Param, class U>
+using SyncArgument =
+    std::conditional_t<!std::is_reference_v<Param> && std::is_same_v<std::remove_cvref_t<U>, Param> &&
+                           std::is_trivially_copyable_v<Param> && std::is_trivially_copy_constructible_v<Param> &&
+                           std::is_trivially_move_constructible_v<Param> && sizeof(Param) <= sizeof(void*) &&
+                           alignof(Param) <= alignof(void*),
+                       Param, U>;
 
 }  // namespace xthread::detail

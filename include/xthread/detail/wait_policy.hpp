@@ -163,10 +163,13 @@ class PollSession {
 /// Checks `ready()` a few times without touching shared state (a reply already on its way costs no
 /// more; skipped when the partner is asleep, and by an idle waiter that has just answered a waiter that
 /// needs a CPU), then polls it for as long as the policy allows. Returns ready()'s last value: the
-/// caller parks when it is false. Never polls longer than kMaxPoll plus one step.
+/// caller parks when it is false. Never polls longer than kMaxPoll plus one step. `found_at_once`, when
+/// given, is set to whether the quick checks found the condition (no clock was read then).
 template <class Ready>
 bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
-                      std::chrono::nanoseconds limit = std::chrono::nanoseconds{-1}) noexcept {
+                      std::chrono::nanoseconds limit = std::chrono::nanoseconds{-1},
+                      bool* found_at_once = nullptr) noexcept {
+  if (found_at_once != nullptr) *found_at_once = false;
   if (limit.count() == 0) return ready();
   const auto step = [&ready] {  // one step: 64 checks with a pause between them
     for (int i = 0; i < 64; ++i) {
@@ -183,6 +186,7 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
       reads_hand_overs(waiter) ? !take_answered_waiter() : !(waiter == Waiter::reply && partner.asleep);
   if (quick_checks && step()) {
     if (reads_hand_overs(waiter)) note_parking();  // found work: the hand-over is spent
+    if (found_at_once != nullptr) *found_at_once = true;
     return true;
   }
   PollSession session(waiter, partner, limit);
