@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <deque>
 #include <thread>
 #include <vector>
@@ -69,18 +70,23 @@ TEST(PostInbox, TakeReturnsThePostsOldestFirstAndEmptiesIt) {
 
 // The loop's take only reads a lone task's node (a call_sync's, on the waiting caller's stack): the
 // node's line stays where the caller can write its next node without fetching it back
-// (docs/waiting.md, "Small arguments in the node"). The pushed task sits on a read-only page; a write
-// kills the test with SIGSEGV.
-TEST(PostInbox, TakingALoneTaskOnlyReadsItsNode) {
-  PostInbox inbox;
-  xthread_test::ReadOnlyPage<Numbered> page;
-  ASSERT_TRUE(pushed(inbox, page.get()));  // the producer's side writes its own node
-  page.read_only();
-  const std::vector<Numbered*> taken = items(inbox.take());
-  page.writable();
-  EXPECT_EQ(taken, std::vector<Numbered*>{page.get()});
-  Wake wake;
-  EXPECT_TRUE(inbox.close(wake).empty());
+// (docs/waiting.md, "Small arguments in the node"). The pushed task sits on a read-only page, in a
+// child process: a write kills it with SIGSEGV, a wrong result exits 1.
+TEST(PostInboxDeathTest, TakingALoneTaskOnlyReadsItsNode) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto only_reads = [] {
+    PostInbox inbox;
+    xthread_test::ReadOnlyPage<Numbered> page;
+    const bool was_pushed = pushed(inbox, page.get());  // the producer's side writes its own node
+    page.read_only();
+    const TaskList taken = inbox.take();
+    page.writable();
+    Wake wake;
+    const bool right = was_pushed && taken.head == page.get() && taken.tail == page.get() &&
+                       page.get()->next == nullptr && inbox.close(wake).empty();
+    std::_Exit(right ? 0 : 1);
+  };
+  EXPECT_EXIT(only_reads(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(PostInbox, CloseReturnsWhatWasPushedAndEveryLaterPushFails) {

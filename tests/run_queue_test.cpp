@@ -4,6 +4,7 @@
 // LoopCore drives it (take a batch, run its tasks, give the rest back when it must yield).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <deque>
 #include <string>
 #include <vector>
@@ -198,24 +199,29 @@ TEST_F(RunQueueTest, AppendedTasksJoinTheBackAndTakeAllEmptiesEveryLevel) {
 
 // A lone task's node is only read as it is queued, batched, taken as one and given back: a call_sync's
 // node lives on the waiting caller's stack, and a write here would move its line back to the loop's
-// CPU (docs/waiting.md, "Small arguments in the node"). The task sits on a read-only page; a write
-// kills the test with SIGSEGV.
-TEST_F(RunQueueTest, ALoneTasksNodeIsOnlyReadAsItIsQueuedTakenAndGivenBack) {
-  xthread_test::ReadOnlyPage<Item> page("lone");
-  Item* const task = page.get();
-  page.read_only();
-  queue.push(task, kNormal, false);  // at the back of an empty level
-  Batch batch = queue.take_batch(streaks, true);
-  EXPECT_EQ(batch.tasks.head, task);
-  EXPECT_EQ(batch.tasks.tail, task);
-  queue.give_back(batch);  // the whole batch back, into an empty level
-  batch = queue.take_batch(streaks, true);
-  EXPECT_EQ(names(batch.tasks), std::vector<std::string>{"lone"});
-  queue.push(task, kNormal, true);  // at the front of an empty level
-  EXPECT_EQ(names(queue.take_batch(streaks, true).tasks), std::vector<std::string>{"lone"});
-  queue.push(task, kIdleLevel, false);
-  queue.allow_idle_round();
-  EXPECT_EQ(names(queue.take_batch(streaks, true).tasks), std::vector<std::string>{"lone"});  // taken as one
-  EXPECT_EQ(queue.size(), 0u);
-  page.writable();
+// CPU (docs/waiting.md, "Small arguments in the node"). The task sits on a read-only page, in a child
+// process: a write kills it with SIGSEGV, a wrong result exits 1.
+TEST(RunQueueDeathTest, ALoneTasksNodeIsOnlyReadAsItIsQueuedTakenAndGivenBack) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto only_reads = [] {
+    RunQueue queue;
+    Streaks streaks{5};
+    xthread_test::ReadOnlyPage<Item> page("lone");
+    Item* const task = page.get();
+    page.read_only();
+    bool right = true;
+    queue.push(task, kNormal, false);  // at the back of an empty level
+    Batch batch = queue.take_batch(streaks, true);
+    right = right && batch.tasks.head == task && batch.tasks.tail == task;
+    queue.give_back(batch);  // the whole batch back, into an empty level
+    right = right && names(queue.take_batch(streaks, true).tasks) == std::vector<std::string>{"lone"};
+    queue.push(task, kNormal, true);  // at the front of an empty level
+    right = right && names(queue.take_batch(streaks, true).tasks) == std::vector<std::string>{"lone"};
+    queue.push(task, kIdleLevel, false);
+    queue.allow_idle_round();
+    right = right && names(queue.take_batch(streaks, true).tasks) == std::vector<std::string>{"lone"};  // as one
+    right = right && queue.size() == 0;
+    std::_Exit(right ? 0 : 1);
+  };
+  EXPECT_EXIT(only_reads(), ::testing::ExitedWithCode(0), "");
 }

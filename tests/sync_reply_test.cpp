@@ -14,6 +14,15 @@ namespace {
 
 using xthread::detail::SyncReply;
 
+// Trivially copyable, but built from a non-const lvalue by a constructor template of its own (which adds
+// one): a call_sync that copied it into its node would run that constructor twice.
+struct Converting {
+  Converting() = default;
+  template <class T>
+  Converting(T& other) : value(other.value + 1) {}  // NOLINT(google-explicit-constructor)
+  int value = 0;
+};
+
 // Its outcome and the event that announces it fill whole cache lines of their own, so a caller polling
 // `done` never shares a line with the part of the call's node that the loop reads (docs/waiting.md,
 // "A synchronous call's node, line by line").
@@ -53,6 +62,7 @@ TEST(SyncReply, SyncArgumentCopiesOnlySmallTriviallyCopyableByValueArguments) {
     Counted(const Counted& /*other*/) {}
     int value = 0;
   };
+  static_assert(std::is_trivially_copyable_v<Converting>);
   static_assert(std::is_same_v<SyncArgument<int, int&>, int>);
   static_assert(std::is_same_v<SyncArgument<int, int&&>, int>);
   static_assert(std::is_same_v<SyncArgument<int, const int&>, int>);
@@ -70,6 +80,9 @@ TEST(SyncReply, SyncArgumentCopiesOnlySmallTriviallyCopyableByValueArguments) {
   static_assert(std::is_same_v<SyncArgument<Wide, Wide&&>, Wide&&>);
   static_assert(std::is_same_v<SyncArgument<Counted, Counted&>, Counted&>);
   static_assert(std::is_same_v<SyncArgument<std::string, std::string&&>, std::string&&>);
+  // Not built trivially from this argument: the reference, so the constructor runs once, as in a direct call.
+  static_assert(std::is_same_v<SyncArgument<Converting, Converting&>, Converting&>);
+  static_assert(std::is_same_v<SyncArgument<Converting, Converting&&>, Converting>);
   SUCCEED();
 }
 

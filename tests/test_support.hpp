@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <dirent.h>
@@ -15,6 +16,7 @@
 #include <string>
 #include <sys/mman.h>
 #include <thread>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -151,15 +153,15 @@ inline bool all_threads_sleeping(const std::string& prefix) {
 }
 
 /// One object of type T on a page of its own that can be made read-only: a write to it while
-/// read_only() is in force kills the process with SIGSEGV, so a test can prove that code only reads an
-/// object. The page is writable again before the object is destroyed.
+/// read_only() is in force kills the process with SIGSEGV, so a test (in a child process: a death test)
+/// can prove that code only reads an object. The page is writable again before the object is destroyed.
 template <class T>
 class ReadOnlyPage {
  public:
   template <class... A>
-  explicit ReadOnlyPage(A&&... arguments) {
-    static_assert(sizeof(T) <= 4096);
-    memory_ = mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  explicit ReadOnlyPage(A&&... arguments) : size_(static_cast<std::size_t>(sysconf(_SC_PAGESIZE))) {
+    if (sizeof(T) > size_) std::abort();
+    memory_ = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (memory_ == MAP_FAILED) std::abort();
     object_ = ::new (memory_) T(std::forward<A>(arguments)...);
   }
@@ -168,7 +170,7 @@ class ReadOnlyPage {
   ~ReadOnlyPage() {
     writable();
     object_->~T();
-    munmap(memory_, 4096);
+    munmap(memory_, size_);
   }
   T* get() const noexcept { return object_; }
   void read_only() { protect(PROT_READ); }
@@ -176,8 +178,9 @@ class ReadOnlyPage {
 
  private:
   void protect(int protection) {
-    if (mprotect(memory_, 4096, protection) != 0) std::abort();
+    if (mprotect(memory_, size_, protection) != 0) std::abort();
   }
+  std::size_t size_;
   void* memory_ = nullptr;
   T* object_ = nullptr;
 };

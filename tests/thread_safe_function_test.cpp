@@ -81,6 +81,17 @@ TEST_P(ThreadSafeFunctionDriven, TheCalleesExceptionComesBack) {
   EXPECT_EQ(checked.call_sync(3), 3);
 }
 
+namespace {
+// Trivially copyable, but built from a non-const lvalue by a constructor template of its own (which adds
+// one): a call_sync that copied it into its node would run that constructor twice.
+struct Converting {
+  Converting() = default;
+  template <class T>
+  Converting(T& other) : value(other.value + 1) {}  // NOLINT(google-explicit-constructor)
+  int value = 0;
+};
+}  // namespace
+
 // call_sync copies small trivially copyable by-value arguments into its node and passes every other
 // argument by reference into the caller's frame (detail::SyncArgument): a reference parameter still
 // binds to the caller's own object, and every argument arrives with its value and value category.
@@ -104,6 +115,10 @@ TEST_P(ThreadSafeFunctionDriven, CallSyncPassesSmallArgumentsByValueAndReference
   const int n = 3;
   EXPECT_EQ(mixed.call_sync(n, 2.5, text, std::make_unique<int>(9), std::move(tail)), "3 2.500000 xthread 9 end");
   EXPECT_EQ(mixed.call_sync(-1, 0.0, text, std::make_unique<int>(0), std::string("x")), "-1 0.000000 xthread 0 x");
+  // Built from a non-const lvalue by a constructor of its own: it runs once, as in a direct call.
+  ThreadSafeFunction<int(Converting)> convert{loop, [](Converting c) { return c.value; }};
+  Converting source;
+  EXPECT_EQ(convert.call_sync(source), 1);
 }
 
 TEST_P(ThreadSafeFunctionDriven, VoidCallsWork) {

@@ -75,8 +75,12 @@ class ThreadSafeFunction;
 /// callee receives it from there by move. call_sync() does not copy or move them on the way: it
 /// passes references to the caller's arguments, since the caller waits, so the callee's parameters
 /// are initialised exactly as a direct call would do — from an rvalue by move (a 1 MB string is then
-/// never copied), from an lvalue by copy when the parameter is taken by value. Result and argument
-/// types may be move-only and of any alignment. R may not be a reference.
+/// never copied), from an lvalue by copy when the parameter is taken by value, a reference parameter
+/// bound to the caller's own object. One exception, invisible to the callee: an argument of exactly a
+/// by-value parameter's type that is trivially copyable, built from the argument by a trivial
+/// constructor and no bigger than a pointer (an int, a double, a pointer, a small struct of them) is
+/// read by the caller as it calls, as a direct call reads it, and reaches the callee as a copy.
+/// Result and argument types may be move-only and of any alignment. R may not be a reference.
 ///
 /// Priorities (OpenHarmony's napi_call_threadsafe_function_with_priority): every call is a loop task of
 /// Options::priority (default normal), or of its own CallOptions::priority with call_with /

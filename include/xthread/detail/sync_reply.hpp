@@ -29,18 +29,18 @@ struct alignas(64) SyncReply {
 };
 
 /// How a synchronous call's node holds one argument `U` (a reference type, as forwarded to call_sync)
-/// for a callee parameter of type `Param`: a reference into the waiting caller's frame, or, for an
-/// argument of exactly the parameter's by-value type that is trivially copyable and no bigger than the
-/// reference, a copy in the node itself. The loop then reads it on the node's line instead of fetching
-/// a line of the caller's frame from the caller's CPU (docs/waiting.md, "Small arguments in the node").
-/// The parameter is initialised as a direct call would do it: from the copy, with the same value
-/// category and so the same (trivial) constructor.
+/// for a callee parameter of type `Param`: a reference into the waiting caller's frame, or a copy in the
+/// node itself for an argument of exactly the parameter's by-value type that is trivially copyable, is
+/// built from `U` by a trivial constructor, and is no bigger than the reference. The loop then reads it
+/// on the node's line instead of fetching a line of the caller's frame from the caller's CPU
+/// (docs/waiting.md, "Small arguments in the node"). Such an argument is read by the caller as it calls,
+/// as a direct call reads it; the parameter is then built from the copy, with U's value category, by the
+/// same trivial constructor.
 template <class Param, class U>
 using SyncArgument =
     std::conditional_t<!std::is_reference_v<Param> && std::is_same_v<std::remove_cvref_t<U>, Param> &&
-                           std::is_trivially_copyable_v<Param> && std::is_trivially_copy_constructible_v<Param> &&
-                           std::is_trivially_move_constructible_v<Param> && sizeof(Param) <= sizeof(void*) &&
-                           alignof(Param) <= alignof(void*),
+                           std::is_trivially_copyable_v<Param> && std::is_trivially_constructible_v<Param, U> &&
+                           sizeof(Param) <= sizeof(void*) && alignof(Param) <= alignof(void*),
                        Param, U>;
 
 }  // namespace xthread::detail
