@@ -98,8 +98,7 @@ class RunQueue {
   /// `at_front`: ahead of every task queued at `level` (the latest at_front task runs first).
   void push(LoopTask* task, std::size_t level, bool at_front) noexcept {
     if (at_front) {
-      link(task, nullptr);
-      lists_[level].push_front_list(TaskList{task, task});
+      lists_[level].push_front_list(TaskList{task, task});  // links the task to the old head
       ++fronts_[level];
       mask_ |= front_bit(level);
     } else {
