@@ -42,8 +42,8 @@ bool loop_closed(const LoopCore& core) noexcept { return core.closed(); }
 bool loop_in_thread(const LoopCore& core) noexcept { return core.in_loop_thread(); }
 // NOLINTNEXTLINE(bugprone-exception-escape): bad_weak_ptr cannot happen, a LoopCore is always made by make_shared
 std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept { return core.shared_from_this(); }
-bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept {
-  return LoopCore::begin_wait(record, target);
+bool loop_begin_wait(WaitRecord& record, const LoopCore& target, const OneShotEvent& answered) noexcept {
+  return LoopCore::begin_wait(record, target, answered);
 }
 void loop_end_wait(WaitRecord& record) noexcept { LoopCore::end_wait(record); }
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept { core.report_error(std::move(error)); }

@@ -77,11 +77,10 @@ class LoopCore : public std::enable_shared_from_this<LoopCore> {
   /// Deadlock detection for synchronous calls (ThreadSafeFunction::call_sync, EventLoop::invoke_sync):
   /// WaitGraph::begin_wait on this loop's thread (see wait_graph.hpp). False (nothing recorded) when
   /// waiting for `target` would close a cycle of threads waiting for each other.
-  static bool begin_wait(WaitRecord& record, const LoopCore& target) noexcept {
-    return WaitGraph::begin_wait(record, target.loop_thread_);
+  static bool begin_wait(WaitRecord& record, const LoopCore& target, const OneShotEvent& answered) noexcept {
+    return WaitGraph::begin_wait(record, target.loop_thread_, answered);
   }
-  /// The call begun by begin_wait completed (called by whichever thread completes it, before the
-  /// caller is released).
+  /// On the caller's thread, once the call begun by begin_wait was answered (or never queued).
   static void end_wait(WaitRecord& record) noexcept { WaitGraph::end_wait(record); }
 
  private:

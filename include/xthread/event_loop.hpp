@@ -97,16 +97,16 @@ class InvokeTask final : public SubmittedCall<R, F>, public LoopTask {
 };
 
 /// A synchronous call's place in the wait-for graph behind WouldDeadlockError (see LoopCore::begin_wait),
-/// in the caller's frame. On a thread that runs a loop, the constructor records "this thread waits for
-/// `target`", or throws WouldDeadlockError(`refusal`) when that wait would close a cycle; elsewhere it
-/// records nothing (no loop can be waiting for a plain thread). Once the call is queued, its completion
-/// ends the wait (loop_end_wait on record(), before the caller is released) and the caller says so with
-/// handed_over(); otherwise the destructor ends it. Caller's thread only; not copyable or movable.
+/// in the caller's frame after the call's node. On a thread that runs a loop, the constructor records
+/// "this thread waits for `target` to set `answered`", or throws WouldDeadlockError(`refusal`) when that
+/// wait would close a cycle; elsewhere it records nothing (no loop can be waiting for a plain thread).
+/// The destructor ends the wait: the loop that answers the call never touches the graph. Caller's
+/// thread only; `answered` must outlive the edge; not copyable or movable.
 class SyncWaitEdge {
  public:
-  SyncWaitEdge(const LoopCore& target, const char* refusal) {
+  SyncWaitEdge(const LoopCore& target, const char* refusal, const OneShotEvent& answered) {
     if (!calling_thread_runs_loop()) return;
-    if (!loop_begin_wait(record_, target)) throw WouldDeadlockError(refusal);
+    if (!loop_begin_wait(record_, target, answered)) throw WouldDeadlockError(refusal);
     recorded_ = true;
   }
   SyncWaitEdge(const SyncWaitEdge&) = delete;
@@ -114,10 +114,6 @@ class SyncWaitEdge {
   ~SyncWaitEdge() {
     if (recorded_) loop_end_wait(record_);
   }
-  /// The record the call's completion must end, or nullptr when nothing was recorded.
-  [[nodiscard]] WaitRecord* record() noexcept { return recorded_ ? &record_ : nullptr; }
-  /// The call is queued: from now on its completion ends the wait.
-  void handed_over() noexcept { recorded_ = false; }
 
  private:
   WaitRecord record_;
@@ -128,7 +124,7 @@ class SyncWaitEdge {
 template <class F, class R>
 class SyncInvokeTask final : public LoopTask {
  public:
-  SyncInvokeTask(F&& function, WaitRecord* wait) : function_(std::forward<F>(function)), wait_(wait) {}
+  explicit SyncInvokeTask(F&& function) : function_(std::forward<F>(function)) {}
   void run(LoopCore& /*core*/) noexcept override {
     reply_.outcome.run(std::forward<F>(function_));
     finish();
@@ -143,15 +139,15 @@ class SyncInvokeTask final : public LoopTask {
     reply_.done.wait(partner);
     return reply_.outcome.take();
   }
+  /// Set once the call is answered (for the caller's SyncWaitEdge).
+  [[nodiscard]] const OneShotEvent& answered() const noexcept { return reply_.done; }
 
  private:
   void finish() noexcept {
-    if (wait_ != nullptr) loop_end_wait(*wait_);  // before the caller resumes
     reply_.done.set();  // last touch of *this: the caller's frame may end right after
   }
 
   F&& function_;            // the caller's callable, in its frame
-  WaitRecord* wait_;        // the caller's recorded wait (deadlock detection), or nullptr
   SyncReply<R> reply_;      // on a line of its own: the loop writes it, the caller polls it
 };
 
@@ -330,13 +326,14 @@ class EventLoop {
     static_assert(!std::is_reference_v<R>, "xthread::EventLoop::invoke_sync: return a value, not a reference");
     if (detail::loop_in_thread(*core_)) return detail::run_inline<R>(std::forward<F>(function));
     if (detail::loop_closed(*core_)) throw ClosedError("EventLoop stopped");
-    detail::SyncWaitEdge edge(*core_,
-                              "EventLoop::invoke_sync from a loop thread into a loop whose thread is blocked in a "
-                              "synchronous call back into the caller's thread (directly or through other loops)");
-    detail::SyncInvokeTask<F, R> node(std::forward<F>(function), edge.record());
+    detail::SyncInvokeTask<F, R> node(std::forward<F>(function));
+    const detail::SyncWaitEdge edge(
+        *core_,
+        "EventLoop::invoke_sync from a loop thread into a loop whose thread is blocked in a synchronous call back into "
+        "the caller's thread (directly or through other loops)",
+        node.answered());
     const detail::Posted posted = detail::loop_post_for_reply(*core_, &node, priority);
     if (posted == detail::Posted::closed) throw ClosedError("EventLoop stopped");  // edge ends the wait
-    edge.handed_over();
     return node.take(detail::Partner{std::chrono::nanoseconds{0}, posted == detail::Posted::asleep});
   }
 

@@ -199,14 +199,16 @@ class ThreadSafeFunction<R(Args...)> {
       return inline_outcome.take();
     }
     const auto issued = now_if_monitored(state);
-    // A loop thread about to block (also on a full queue): record the wait first, and refuse a call
-    // that closes a cycle.
-    detail::SyncWaitEdge edge(*state.core,
-                              "ThreadSafeFunction::call_sync from a loop thread into a loop whose thread is blocked "
-                              "in a synchronous call back into the caller's thread (directly or through other loops)");
-    if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
-    SyncCall<U&&...> node(state, edge.record(), std::forward<U>(arguments)...);
+    SyncCall<U&&...> node(state, std::forward<U>(arguments)...);  // copies small arguments only
     node.reply.notes.issued = issued;
+    // A loop thread about to block (also on a full queue): record the wait first, and refuse a call
+    // that closes a cycle. The edge ends before the node does.
+    const detail::SyncWaitEdge edge(
+        *state.core,
+        "ThreadSafeFunction::call_sync from a loop thread into a loop whose thread is blocked in a synchronous call "
+        "back into the caller's thread (directly or through other loops)",
+        node.reply.done);
+    if (state.gate.enter() != detail::CallGate::Admission::admitted) throw ClosedError(closed_reason(state));
     const detail::Posted posted = detail::loop_post_for_reply(*state.core, &node, options.priority, options.at_front);
     if (posted == detail::Posted::closed) {
       state.gate.cancel_admission();
@@ -216,7 +218,6 @@ class ThreadSafeFunction<R(Args...)> {
     // its reply on the monitor clock instead, from its issue stamp to its notify stamp (the estimate
     // then includes a wait for a queue slot, which only a full bounded queue makes long).
     const auto start = state.monitor ? detail::SteadyClock::time_point{} : detail::SteadyClock::now();
-    edge.handed_over();  // from here the call's completion ends the wait (SyncCall::finish)
     const bool at_once =
         node.reply.done.wait(detail::Partner{state.replies.recent(), posted == detail::Posted::asleep});
     if (state.monitor) {
@@ -364,8 +365,7 @@ class ThreadSafeFunction<R(Args...)> {
   /// A call_sync in flight: lives on the caller's stack, which waits until done is set.
   template <class... U>
   struct SyncCall final : detail::LoopTask {
-    SyncCall(State& owner, detail::WaitRecord* caller_wait, U... arguments)
-        : state(owner), wait(caller_wait), forwarded(std::forward<U>(arguments)...) {}
+    explicit SyncCall(State& owner, U... arguments) : state(owner), forwarded(std::forward<U>(arguments)...) {}
     void run(detail::LoopCore& /*core*/) noexcept override {
       state.gate.dequeued();  // off the queue: the slot frees before the callee runs (Node-API)
       if (state.gate.aborted()) {
@@ -385,13 +385,11 @@ class ThreadSafeFunction<R(Args...)> {
       finish();  // on whichever thread closes the loop
     }
     void finish() noexcept {
-      if (wait != nullptr) detail::loop_end_wait(*wait);  // before the caller resumes
       state.gate.completed();  // before done.set(): the caller may destroy the function right after
       reply.done.set();        // last touch of *this
     }
 
     State& state;
-    detail::WaitRecord* wait;       // the caller's recorded wait (deadlock detection), or nullptr
     // References into the waiting caller's frame, or copies of small trivially copyable arguments.
     std::tuple<detail::SyncArgument<Args, U>...> forwarded;
     // On a line of its own: the loop writes it, the caller polls it. Its notes are the call's times,

@@ -2,7 +2,8 @@
 // Stress: nested and cross-loop synchronous calls — "a call_sync that would close a cycle of loops
 // throws WouldDeadlockError instead of hanging; ClosedError means only that this call's callee never
 // ran" — random chains across three loops, with inner functions aborted at random; then chains whose
-// hops go through sync_wait (a private loop nested inside a callee, issue #22).
+// hops go through sync_wait (a private loop nested inside a callee, issue #22); then calls back made as
+// soon as an answer is given, while the answered caller still has its wait on record.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -142,4 +143,55 @@ TEST(NestedCallsStress, RandomChainsThroughSyncWaitNeverHang) {
               static_cast<unsigned long long>(outcomes.deadlocks.load()),
               static_cast<unsigned long long>(through_sync_wait.load()));
   hops.clear();
+}
+
+// Promise attacked: "a call is refused only when it would close a cycle of threads waiting for each
+// other". A caller unlinks its own wait record after its answer, so for a moment an answered caller
+// still has a record. Loop A's callee makes a synchronous call into loop B; B's callee queues a task on
+// B and answers; that task at once calls back into A, while A's thread may still be waking up with its
+// record linked. No call here ever closes a cycle (A calls B again only in the next round, after B's
+// call back returned), so any WouldDeadlockError is a false refusal. Half the rounds use call_sync,
+// half invoke_sync.
+TEST(NestedCallsStress, ACallBackMadeAsSoonAsAnAnswerIsGivenIsNeverRefused) {
+  xthread_stress::Watchdog watchdog("call back right after an answer");
+  xthread::LoopThread a("stress-ans-a");
+  xthread::LoopThread b("stress-ans-b");
+  std::atomic<std::uint64_t> refused{0};
+  std::atomic<std::uint64_t> called_back{0};
+  std::atomic<std::uint64_t> rounds_done{0};
+  const auto back_into_a = [&] { called_back.fetch_add(1, std::memory_order_relaxed); };
+  xthread::ThreadSafeFunction<void()> a_back(a.loop(), back_into_a);
+  const auto call_back = [&](bool through_invoke_sync) {
+    try {
+      if (through_invoke_sync) {
+        a.loop().invoke_sync(back_into_a);
+      } else {
+        a_back.call_sync();
+      }
+    } catch (const xthread::WouldDeadlockError&) {
+      refused.fetch_add(1, std::memory_order_relaxed);
+    }
+    rounds_done.fetch_add(1);
+    rounds_done.notify_one();
+  };
+  const auto b_answers = [&](bool through_invoke_sync) {
+    // Queued on B now, so it runs right after this call is answered.
+    if (!b.loop().post([&call_back, through_invoke_sync] { call_back(through_invoke_sync); })) std::abort();
+    return 1;
+  };
+  xthread::ThreadSafeFunction<int(bool)> into_b(b.loop(), b_answers);
+  xthread::ThreadSafeFunction<int(bool)> a_calls_b(a.loop(), [&](bool through_invoke_sync) {
+    return through_invoke_sync ? b.loop().invoke_sync([&] { return b_answers(true); }) : into_b.call_sync(false);
+  });
+  const std::uint64_t rounds = xthread_stress::run_rounds(
+      "call back right after an answer", xthread_stress::Limits::scaled(20'000), watchdog, [&](std::uint64_t round) {
+    const bool through_invoke_sync = round % 2 == 1;
+    EXPECT_EQ(a_calls_b.call_sync(through_invoke_sync), 1);
+        // B's call back returned (or was refused).
+    for (std::uint64_t seen = rounds_done.load(); seen != round + 1; seen = rounds_done.load()) rounds_done.wait(seen);
+  });
+  EXPECT_EQ(refused.load(), 0u) << "calls back refused although no cycle existed";
+  EXPECT_EQ(called_back.load(), rounds - refused.load());
+  std::printf("[stress] call back right after an answer: %llu rounds, %llu refused\n",
+              static_cast<unsigned long long>(rounds), static_cast<unsigned long long>(refused.load()));
 }

@@ -18,6 +18,7 @@
 namespace xthread::detail {
 
 class LoopCore;
+class OneShotEvent;  // detail/parking.hpp
 class WaitGraph;
 class WaitTarget;
 
@@ -90,9 +91,10 @@ struct CallerLoop {
 [[nodiscard]] std::shared_ptr<LoopCore> loop_share(LoopCore& core) noexcept;
 
 /// A synchronous caller's edge in the process-wide wait-for graph behind WouldDeadlockError: "this
-/// thread is blocked until `target` has run its call" (see LoopCore::begin_wait). It lives in the
-/// waiting caller's frame; loop_begin_wait links it into the graph and loop_end_wait unlinks it, both
-/// under the graph's lock, and nothing else touches it. Not copyable or movable (the graph points at it).
+/// thread is blocked until `target` has run its call, which sets `answered`" (see LoopCore::begin_wait).
+/// It lives in the waiting caller's frame, beside the call's node; loop_begin_wait links it into the
+/// graph and loop_end_wait unlinks it, both on the caller's thread under the graph's lock, so the loop
+/// that answers the call never touches the graph. Not copyable or movable (the graph points at it).
 class WaitRecord {
  public:
   WaitRecord() = default;
@@ -104,6 +106,7 @@ class WaitRecord {
   // All guarded by WaitGraph's mutex while linked.
   std::thread::id thread_;
   const WaitTarget* target_ = nullptr;
+  const OneShotEvent* answered_ = nullptr;  // set: the call is answered and the wait is over
   WaitRecord* previous_ = nullptr;
   WaitRecord* next_ = nullptr;
 };
@@ -111,11 +114,11 @@ class WaitRecord {
 /// host of a loop between run_ready() calls. Two thread-local reads, no atomic read-modify-write. Only
 /// such a thread can be waited for by a loop, so only its synchronous calls join the wait-for graph.
 [[nodiscard]] bool calling_thread_runs_loop() noexcept;
-/// The calling thread, about to block until `target` runs its call: records that in `record` and
-/// returns true, or returns false and records nothing when the wait would close a cycle (see
-/// LoopCore::begin_wait).
-[[nodiscard]] bool loop_begin_wait(WaitRecord& record, const LoopCore& target) noexcept;
-/// Any thread: the wait recorded in `record` is over. Called before the waiting caller is released.
+/// The calling thread, about to block until `target` runs its call and sets `answered` (which must
+/// outlive the record's link): records that in `record` and returns true, or returns false and records
+/// nothing when the wait would close a cycle (see LoopCore::begin_wait).
+[[nodiscard]] bool loop_begin_wait(WaitRecord& record, const LoopCore& target, const OneShotEvent& answered) noexcept;
+/// The thread of loop_begin_wait: unlinks `record`, once its call was answered or was never queued.
 void loop_end_wait(WaitRecord& record) noexcept;
 /// Loop thread: hands an exception escaping a task to the loop's on_error.
 void report_loop_error(LoopCore& core, std::exception_ptr error) noexcept;
