@@ -48,6 +48,8 @@ constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
 thread_local int handed_over_count = 0;
 /// note_answered_waiter(): this thread's next idle poll skips its quick checks.
 thread_local bool answered_waiter = false;
+/// Whether this thread skips its quick checks after answering a nested call (note_nested_answer).
+thread_local NestedAnswerRule nested_rule;
 constexpr int kMaxHandedOver = 1 << 16;
 /// When this thread's last reply wait that polled or parked ended (steady_clock ns; 0: none yet).
 thread_local std::int64_t last_reply_ns = 0;
@@ -231,6 +233,13 @@ void note_parking() noexcept {
 void note_answered_waiter() noexcept { answered_waiter = true; }
 
 bool take_answered_waiter() noexcept { return std::exchange(answered_waiter, false); }
+
+bool note_nested_answer(bool split) noexcept {
+  nested_rule.record(split);
+  return nested_rule.skip_quick_checks();
+}
+
+const NestedAnswerRule& nested_answer_rule() noexcept { return nested_rule; }
 
 int handed_over_since_parked() noexcept { return handed_over_count; }
 

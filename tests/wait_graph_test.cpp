@@ -178,16 +178,19 @@ TEST(WaitGraph, AThreadWhoseCallWasAnsweredNoLongerWaitsThoughItsRecordIsStillLi
 
 TEST(WaitGraph, ATargetEndsOnlyAfterEveryWalkThatMayReadIt) {
   auto target = std::make_unique<WaitTarget>();
+  std::atomic<bool> ending{false};
   std::atomic<bool> ended{false};
   std::optional<std::thread> ender;
   {
     const MutexLock walking(WaitGraphTestAccess::mutex());  // as a walk in begin_wait holds it
     ender.emplace([&] {
       pthread_setname_np(pthread_self(), "wg-target-end");
-      target.reset();
+      ending = true;
+      target.reset();  // the only thing from here on that can put this thread to sleep
       ended = true;
     });
     // The ender must block in ~WaitTarget until the walk is over (asleep on the lock), not end.
+    ASSERT_TRUE(xthread_test::eventually([&] { return ending.load(); }));
     EXPECT_TRUE(xthread_test::eventually([&] { return ended || xthread_test::all_threads_sleeping("wg-target-end"); }));
     EXPECT_FALSE(ended) << "the target ended while a walk could still read it";
   }

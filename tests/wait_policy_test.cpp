@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <latch>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <thread>
@@ -521,6 +522,128 @@ TEST(AnsweredWaiter, CallSyncAndInvokeSyncCountFromAPlainThreadAndFromALoopThrea
   EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { (void)function.call_sync(); }); }), 1);
   EXPECT_EQ(seen_after([&] { calling.loop().invoke_sync([&] { answering.loop().invoke_sync(read_the_note_next); }); }),
             1);
+}
+
+using xthread::detail::NestedAnswerRule;
+
+TEST(NestedAnswerRule, KeepsAChoiceThatRarelySplitsAndOtherwiseWhicheverSplitLessInItsLastWindow) {
+  NestedAnswerRule rule;
+  const auto window = [&rule](int splits) {
+    for (int i = 0; i < NestedAnswerRule::kWindow; ++i) rule.record(i < splits);
+  };
+  EXPECT_TRUE(rule.skip_quick_checks());  // the default
+  window(NestedAnswerRule::kTolerated);   // at the tolerance: kept, the other is not tried
+  EXPECT_TRUE(rule.skip_quick_checks());
+  EXPECT_EQ(rule.last_splits(true), NestedAnswerRule::kTolerated);
+  EXPECT_EQ(rule.last_splits(false), -1);
+  window(100);  // splits too often, and the other is untried: try it
+  EXPECT_FALSE(rule.skip_quick_checks());
+  window(10);  // the other splits little: kept, without another trial
+  window(10);
+  EXPECT_FALSE(rule.skip_quick_checks());
+  EXPECT_EQ(rule.last_splits(false), 10);
+  window(120);  // worse than skipping's last window (100): back
+  EXPECT_TRUE(rule.skip_quick_checks());
+  window(110);  // too often, but better than keeping's last (120): stays
+  EXPECT_TRUE(rule.skip_quick_checks());
+  window(130);  // worse than keeping's last: keeps them again
+  EXPECT_FALSE(rule.skip_quick_checks());
+  // Only a whole window decides.
+  for (int i = 0; i < NestedAnswerRule::kWindow - 1; ++i) rule.record(true);
+  EXPECT_FALSE(rule.skip_quick_checks());
+  rule.record(true);  // 256 splits against skipping's 130
+  EXPECT_TRUE(rule.skip_quick_checks());
+  EXPECT_EQ(rule.last_splits(false), NestedAnswerRule::kWindow);
+  // Too many splits, but fewer than keeping's one bad window: stays, until that figure is forgotten
+  // after kForget windows, when keeping is tried again.
+  for (int i = 1; i < NestedAnswerRule::kForget; ++i) window(100);
+  EXPECT_TRUE(rule.skip_quick_checks());
+  window(100);
+  EXPECT_FALSE(rule.skip_quick_checks());
+  EXPECT_EQ(rule.last_splits(true), 100);
+}
+
+namespace {
+/// `count` OneShotEvents made inside a task of `waiter`, its thread pinned to `cpu` meanwhile: each is
+/// a loop thread's nested wait, begun on `cpu`. Empty when the thread could not be pinned. (The waiter
+/// must outlive the answers, as a waiting thread does: a new thread may reuse its thread-local tag.)
+std::vector<std::unique_ptr<xthread::detail::OneShotEvent>> nested_waits_on(xthread::LoopThread& waiter, int cpu,
+                                                                            int count) {
+  return waiter.loop().invoke_sync([cpu, count] {
+    std::vector<std::unique_ptr<xthread::detail::OneShotEvent>> events;
+    const xthread_test::PinnedToOneCpu pin(cpu);
+    if (!pin.pinned()) return events;
+    for (int i = 0; i < count; ++i) events.push_back(std::make_unique<xthread::detail::OneShotEvent>());
+    return events;
+  });
+}
+}  // namespace
+
+TEST(NestedAnswerRule, AThreadWhoseNestedAnswersRunOnAnotherCpuThanTheirWaitersTriesKeepingItsQuickChecks) {
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other CPU to answer from";
+  xthread::LoopThread waiter{"nested-waiter"};
+  const auto elsewhere = nested_waits_on(waiter, cpus[0], NestedAnswerRule::kWindow - 1);
+  const auto here = nested_waits_on(waiter, cpus[1], 2);
+  if (elsewhere.empty() || here.empty()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  struct Seen {
+    bool pinned = false;
+    bool first_skips = false;    // the answer to a waiter on this CPU, by default
+    bool switched = false;       // after a window of split answers
+    int splits = -1;             // in that window
+    bool second_skips = true;    // the same answer, after the switch
+    int second_handed_over = 0;  // ... which still counts as a hand-over
+  } seen;
+  std::thread answerer([&] {  // a fresh thread: a rule of its own
+    const xthread_test::PinnedToOneCpu pin(cpus[1]);
+    seen.pinned = pin.pinned();
+    if (!seen.pinned) return;
+    xthread::detail::note_parking();
+    here[0]->set();  // a waiter on this CPU that did not park: it needs this CPU
+    seen.first_skips = xthread::detail::take_answered_waiter();
+    for (const auto& event : elsewhere) event->set();  // every one split: the window ends here
+    seen.switched = !xthread::detail::nested_answer_rule().skip_quick_checks();
+    seen.splits = xthread::detail::nested_answer_rule().last_splits(true);
+    xthread::detail::note_parking();
+    here[1]->set();
+    seen.second_skips = xthread::detail::take_answered_waiter();
+    seen.second_handed_over = xthread::detail::handed_over_since_parked();
+    xthread::detail::note_parking();
+  });
+  answerer.join();
+  for (const auto& event : elsewhere) (void)event->wait();  // set: returns at once
+  for (const auto& event : here) (void)event->wait();
+  if (!seen.pinned) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  EXPECT_TRUE(seen.first_skips);
+  EXPECT_TRUE(seen.switched);
+  EXPECT_EQ(seen.splits, NestedAnswerRule::kWindow - 1);
+  EXPECT_FALSE(seen.second_skips) << "after a window of split nested answers the quick checks are kept";
+  EXPECT_EQ(seen.second_handed_over, 1) << "the waiter still needs this CPU: the next idle poll parks at once";
+}
+
+TEST(NestedAnswerRule, AnswersToWaitersThatRunNoLoopLeaveItAlone) {
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "one CPU: no other CPU to answer from";
+  std::vector<std::unique_ptr<xthread::detail::OneShotEvent>> plain;  // waits of this thread, which runs no loop
+  {
+    const xthread_test::PinnedToOneCpu pin(cpus[0]);
+    if (!pin.pinned()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+    for (int i = 0; i < NestedAnswerRule::kWindow; ++i)
+      plain.push_back(std::make_unique<xthread::detail::OneShotEvent>());
+  }
+  bool pinned = false;
+  int splits_recorded = 0;
+  std::thread answerer([&] {
+    const xthread_test::PinnedToOneCpu pin(cpus[1]);
+    pinned = pin.pinned();
+    for (const auto& event : plain) event->set();  // each on another CPU than its waiter
+    splits_recorded = xthread::detail::nested_answer_rule().last_splits(true);
+    xthread::detail::note_parking();
+  });
+  answerer.join();
+  for (const auto& event : plain) (void)event->wait();
+  if (!pinned) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  EXPECT_EQ(splits_recorded, -1) << "a window of answers to plain callers was counted as nested";
 }
 
 TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJustNow) {

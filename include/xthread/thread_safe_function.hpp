@@ -199,6 +199,8 @@ class ThreadSafeFunction<R(Args...)> {
       return inline_outcome.take();
     }
     const auto issued = now_if_monitored(state);
+    // Made before the edge, which points at its event; its event's CPU (detail::OneShotEvent) is read
+    // before a wait for a queue slot, so after a long one it is stale, a hint as always.
     SyncCall<U&&...> node(state, std::forward<U>(arguments)...);  // copies small arguments only
     node.reply.notes.issued = issued;
     // A loop thread about to block (also on a full queue): record the wait first, and refuse a call

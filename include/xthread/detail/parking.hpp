@@ -11,6 +11,10 @@
 
 namespace xthread::detail {
 
+/// The calling thread runs, or may run, a loop (declared with the loop's tasks, detail/loop_task.hpp;
+/// defined with the loop).
+[[nodiscard]] bool calling_thread_runs_loop() noexcept;
+
 /// Blocks while `word == expected`, at most `timeout` (negative = forever). May return spuriously:
 /// callers always re-check their condition. Thread rule: any thread.
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected,
@@ -27,28 +31,37 @@ void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept;
 /// still inside its futex_wake call (that call only uses the address, never the object).
 class OneShotEvent {
  public:
-  /// Made by the thread that will wait(): its CPU now is where it is likely to wait.
-  OneShotEvent() noexcept : waiter_cpu_(current_cpu()), waiter_(current_thread_tag()) {}
+  /// Made by the thread that will wait(): its CPU now is where it is likely to wait, and whether it
+  /// runs a loop (a nested wait: a loop thread's call_sync or invoke_sync, or a loop task's
+  /// parallel_for).
+  OneShotEvent() noexcept
+      : waiter_cpu_(cpu_tag(current_cpu())),
+        waiter_runs_loop_(calling_thread_runs_loop()),
+        waiter_(current_thread_tag()) {}
 
   /// Any thread, once. When the waiter had parked or shares this CPU, it needs a CPU now, often this
-  /// one: this thread's next idle poll parks at once, without its quick checks (note_handed_over,
-  /// note_answered_waiter).
+  /// one: this thread's next idle poll parks at once (note_handed_over), and skips its quick checks
+  /// (note_answered_waiter) — after a loop thread's nested call only if this thread's
+  /// NestedAnswerRule says so (note_nested_answer).
   void set() noexcept {
     // Copies first: once the exchange is done the waiter may destroy the event.
     const int waiter_cpu = waiter_cpu_;
     const void* const waiter = waiter_;
+    const bool nested = waiter_runs_loop_;
     // acq_rel: release publishes the setter's writes; acquire is unused but harmless.
     const std::uint32_t before = state_.exchange(kSet, std::memory_order_acq_rel);
-    if (before == kWaiterParked) {
-      futex_wake_one(state_);  // notes the hand-over (note_handed_over) if it woke the waiter
-    } else if (waiter_cpu >= 0 && waiter != current_thread_tag() && waiter_cpu == current_cpu()) {
+    bool needs_cpu = before == kWaiterParked;
+    if (needs_cpu) futex_wake_one(state_);  // notes the hand-over (note_handed_over) if it woke the waiter
+    // This thread's CPU, when it is needed, the waiter's is known and the event is not this thread's own.
+    const int cpu = (!needs_cpu || nested) && waiter_cpu >= 0 && waiter != current_thread_tag() ? current_cpu() : -1;
+    if (!needs_cpu && cpu >= 0 && waiter_cpu == cpu) {
       // A waiter that did not park yet but shares this CPU (preempted by this very thread) runs only
       // once this thread stops: this thread's next idle poll parks.
       note_handed_over(1);
-    } else {
-      return;  // the waiter runs on another CPU, or is this thread
+      needs_cpu = true;
     }
-    note_answered_waiter();
+    const bool skip_quick_checks = !nested || cpu < 0 || note_nested_answer(waiter_cpu != cpu);
+    if (needs_cpu && skip_quick_checks) note_answered_waiter();
   }
 
   [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }
@@ -78,8 +91,14 @@ class OneShotEvent {
   static constexpr std::uint32_t kSet = 1;
   static constexpr std::uint32_t kWaiterParked = 2;
   std::atomic<std::uint32_t> state_{kEmpty};
-  const int waiter_cpu_;     // written before the event is shared (-1: unknown)
-  const void* const waiter_;  // the waiting thread (current_thread_tag)
+  /// A CPU number as stored: -1 for unknown, and for one beyond 32 767.
+  static std::int16_t cpu_tag(int cpu) noexcept {
+    return static_cast<std::int16_t>(cpu >= 0 && cpu <= 32'767 ? cpu : -1);
+  }
+  // Written before the event is shared; 16 bytes in all, so a SyncReply<std::string> fits one line.
+  const std::int16_t waiter_cpu_;  // -1: unknown
+  const bool waiter_runs_loop_;    // calling_thread_runs_loop() of the waiting thread
+  const void* const waiter_;       // the waiting thread (current_thread_tag)
 };
 
 }  // namespace xthread::detail

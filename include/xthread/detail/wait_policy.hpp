@@ -104,6 +104,62 @@ void note_parking() noexcept;
 void note_answered_waiter() noexcept;
 /// Reads and clears the calling thread's note_answered_waiter(). Thread rule: the calling thread.
 [[nodiscard]] bool take_answered_waiter() noexcept;
+
+/// Whether a thread that has just answered a loop thread's nested call (case 3's main loop answering
+/// the worker) skips its idle poll's quick checks. Which choice keeps the nested caller and its callee
+/// on one CPU depends on the machine (on one VM skipping them did, on another keeping them did:
+/// docs/waiting.md, "Nested answers: a rule per machine"), so the thread measures it: over windows of
+/// kWindow nested answers, the share that ran on another CPU than the waiter called from (a split
+/// chain). While the current choice splits more than kTolerated of a window, the thread tries the
+/// other, and keeps whichever split less in its last window. A choice that splits little is kept
+/// without trying the other. The other's figure is forgotten after kForget windows of one choice, so
+/// one noisy window cannot rule it out for good. "Nested": the waiter runs a loop (a loop thread's
+/// call_sync or invoke_sync, a loop task's parallel_for). A value type, one per answering thread
+/// (note_nested_answer); no thread rule of its own.
+class NestedAnswerRule {
+ public:
+  static constexpr int kWindow = 256;
+  static constexpr int kTolerated = kWindow / 4;  // splits per window
+  static constexpr int kForget = 16;              // windows
+  /// The current choice: skip the quick checks (the default) or keep them.
+  [[nodiscard]] bool skip_quick_checks() const noexcept { return skip_; }
+  /// One nested answer: `split` when the answering thread ran on another CPU than the waiter called
+  /// from. Ends a window every kWindow answers, and may change the choice then.
+  void record(bool split) noexcept {
+    splits_ += split ? 1 : 0;
+    if (++answers_ < kWindow) return;
+    const int mine = skip_ ? 0 : 1;
+    last_[mine] = splits_;
+    answers_ = 0;
+    splits_ = 0;
+    if (++windows_ >= kForget) {
+      last_[1 - mine] = -1;  // the other's figure is old: try it again if this one splits too often
+      windows_ = 0;
+    }
+    if (last_[mine] <= kTolerated) return;  // good enough: no trial of the other
+    const int other = last_[1 - mine];
+    if (other < 0 || other < last_[mine]) {  // untried, or better last time
+      skip_ = !skip_;
+      windows_ = 0;
+    }
+  }
+  /// Splits in the last window of the choice (`skip`), or -1 when it had none. For tests.
+  [[nodiscard]] int last_splits(bool skip) const noexcept { return last_[skip ? 0 : 1]; }
+
+ private:
+  bool skip_ = true;
+  int answers_ = 0;
+  int splits_ = 0;
+  int windows_ = 0;         // windows since the choice last changed (or the other's figure was forgotten)
+  int last_[2] = {-1, -1};  // [skip, keep]
+};
+/// The calling thread has answered a loop thread's nested call (OneShotEvent::set); `split`: it runs
+/// on another CPU than the waiter called from. Records it in the calling thread's NestedAnswerRule and
+/// returns its choice: whether the next idle poll skips its quick checks when the waiter needs a CPU.
+/// Thread rule: the calling thread (thread-local).
+[[nodiscard]] bool note_nested_answer(bool split) noexcept;
+/// The calling thread's NestedAnswerRule, for tests and diagnostics. Thread rule: the calling thread.
+[[nodiscard]] const NestedAnswerRule& nested_answer_rule() noexcept;
 /// The calling thread's reply wait ended at `at` after a park (a poll's end is noted by
 /// PollSession::succeeded): a streak if it calls again soon (WaitInputs::streak). Thread rule: the
 /// waiting thread (thread-local).
