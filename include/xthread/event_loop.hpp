@@ -101,11 +101,12 @@ class InvokeTask final : public SubmittedCall<R, F>, public LoopTask {
 /// "this thread waits for `target` to set `answered`", or throws WouldDeadlockError(`refusal`) when that
 /// wait would close a cycle; elsewhere it records nothing (no loop can be waiting for a plain thread).
 /// The destructor ends the wait: the loop that answers the call never touches the graph. Caller's
-/// thread only; `answered` must outlive the edge; not copyable or movable.
+/// thread only; `answered` is the node's event, made on this thread (its waiter_runs_loop() says whether
+/// this thread runs a loop), and must outlive the edge; not copyable or movable.
 class SyncWaitEdge {
  public:
   SyncWaitEdge(const LoopCore& target, const char* refusal, const OneShotEvent& answered) {
-    if (!calling_thread_runs_loop()) return;
+    if (!answered.waiter_runs_loop()) return;  // the event was made on this thread, just before
     if (!loop_begin_wait(record_, target, answered)) throw WouldDeadlockError(refusal);
     recorded_ = true;
   }

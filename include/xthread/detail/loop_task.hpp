@@ -80,7 +80,8 @@ Posted loop_post_for_reply(LoopCore& core, LoopTask* task, Priority priority, bo
 /// innermost loop whose run()/run_ready() is executing here, else the loop this thread hosts between
 /// run_ready() calls (the last one it hosted, while it is open). `keep_alive` holds a hosted loop
 /// alive (nothing else does between run_ready() calls). The deadlock detection does not use it: a
-/// blocked thread is blocked for all its loops, not the innermost one (calling_thread_runs_loop).
+/// blocked thread is blocked for all its loops, not the innermost one (calling_thread_runs_loop,
+/// detail/parking.hpp).
 struct CallerLoop {
   LoopCore* loop = nullptr;
   std::shared_ptr<LoopCore> keep_alive;
@@ -110,10 +111,6 @@ class WaitRecord {
   WaitRecord* previous_ = nullptr;
   WaitRecord* next_ = nullptr;
 };
-/// The calling thread is, or may be, the thread of some loop: inside a run() or run_ready(), or the
-/// host of a loop between run_ready() calls. Two thread-local reads, no atomic read-modify-write. Only
-/// such a thread can be waited for by a loop, so only its synchronous calls join the wait-for graph.
-[[nodiscard]] bool calling_thread_runs_loop() noexcept;
 /// The calling thread, about to block until `target` runs its call and sets `answered` (which must
 /// outlive the record's link): records that in `record` and returns true, or returns false and records
 /// nothing when the wait would close a cycle (see LoopCore::begin_wait).

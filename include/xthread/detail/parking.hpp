@@ -11,8 +11,10 @@
 
 namespace xthread::detail {
 
-/// The calling thread runs, or may run, a loop (declared with the loop's tasks, detail/loop_task.hpp;
-/// defined with the loop).
+/// The calling thread is, or may be, the thread of some loop: inside a run() or run_ready(), or the
+/// host of a loop between run_ready() calls. Two thread-local reads, no atomic read-modify-write. Only
+/// such a thread can be waited for by a loop, so only its synchronous calls join the wait-for graph
+/// (and a OneShotEvent it makes is a nested wait). Defined with the loop (src/loop_core.cpp).
 [[nodiscard]] bool calling_thread_runs_loop() noexcept;
 
 /// Blocks while `word == expected`, at most `timeout` (negative = forever). May return spuriously:
@@ -65,6 +67,8 @@ class OneShotEvent {
   }
 
   [[nodiscard]] bool is_set() const noexcept { return state_.load(std::memory_order_acquire) == kSet; }
+  /// The thread that made the event ran a loop then (calling_thread_runs_loop()). Any thread.
+  [[nodiscard]] bool waiter_runs_loop() const noexcept { return waiter_runs_loop_; }
   /// The waiter has parked and no set() came yet; for tests. Any thread.
   [[nodiscard]] bool waiter_parked() const noexcept { return state_.load(std::memory_order_acquire) == kWaiterParked; }
 
