@@ -3,13 +3,17 @@
 // recent preemption), the poll session, and the CPU count. Rules and measurements: docs/waiting.md.
 #include "xthread/detail/wait_policy.hpp"
 
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -42,6 +46,11 @@ constexpr nanoseconds kFirstWindow{std::chrono::milliseconds{2}};
 constexpr nanoseconds kLongestWindow{std::chrono::milliseconds{256}};
 /// A preemption this long after the window of the previous one ended counts as the same busy spell.
 constexpr nanoseconds kRecurrence{std::chrono::milliseconds{20}};
+/// How old the machine's runnable count may be before a poller samples it again. A sample is three
+/// system calls (6 µs on the AMD VM) on a waiter's path, often right after it woke its partner: once a
+/// millisecond it split case 3's chain across the CPUs more often, and every 10 ms it still showed in
+/// case 1's idle p99 (docs/oversubscribed.md). A busy spell shorter than this may go unseen.
+constexpr nanoseconds kRunnableSample{std::chrono::milliseconds{100}};
 
 /// Threads this thread woke, or answered on its own CPU, since it last parked or idle-polled
 /// (note_handed_over); capped so the sum cannot overflow.
@@ -66,6 +75,8 @@ struct SharedState {
   alignas(64) std::atomic<std::int64_t> contended_until{0};  // steady_clock ns; 0: never
   std::atomic<std::int64_t> window{kFirstWindow.count()};
   std::atomic<std::int64_t> last_preempted{0};  // steady_clock ns of the last note; 0: none
+  alignas(64) std::atomic<std::int64_t> next_runnable_sample{0};  // steady_clock ns
+  std::atomic<bool> full{false};  // machine_full's answer at the last sample
 };
 
 SharedState& shared() noexcept {
@@ -155,6 +166,70 @@ int usable_cpus() noexcept {
     }
   }();
   return cpus;
+}
+
+std::optional<int> runnable_from_loadavg(std::string_view text) noexcept {
+  // "0.52 0.58 0.59 3/467 12345": skip three fields, then the digits before the slash.
+  for (int field = 0; field < 3; ++field) {
+    const std::size_t space = text.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    text.remove_prefix(space + 1);
+  }
+  const std::size_t slash = text.find('/');
+  if (slash == std::string_view::npos || slash == 0) return std::nullopt;
+  const std::string_view digits = text.substr(0, slash);
+  int runnable = 0;
+  const auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), runnable);
+  if (error != std::errc{} || end != digits.data() + digits.size() || runnable < 0) return std::nullopt;
+  return runnable;
+}
+
+bool others_fill_cpus(int runnable, int pollers, int cpus) noexcept {
+  return runnable - std::max(0, pollers) >= std::max(1, cpus);
+}
+
+namespace {
+std::atomic<bool> machine_load_gate{true};
+bool machine_load_gate_on() noexcept { return machine_load_gate.load(std::memory_order_relaxed); }
+}  // namespace
+
+void set_machine_load_gate(bool on) noexcept { machine_load_gate.store(on, std::memory_order_relaxed); }
+
+int online_cpus() noexcept {
+  static const int cpus = [] {
+    const long online = ::sysconf(_SC_NPROCESSORS_ONLN);
+    return online < 1 ? 1 : static_cast<int>(std::min<long>(online, 1 << 20));
+  }();
+  return cpus;
+}
+
+bool machine_full(SteadyClock::time_point now) noexcept {
+  SharedState& state = shared();
+  // relaxed throughout: a hint, like the contention window; one thread per kRunnableSample samples.
+  const std::int64_t at = ticks(now);
+  std::int64_t due = state.next_runnable_sample.load(std::memory_order_relaxed);
+  // Due, or set from a time far ahead of this one (a clock a test moved): sample now.
+  const bool sample = at >= due || due - at > kRunnableSample.count();
+  const std::int64_t next = at > std::numeric_limits<std::int64_t>::max() - kRunnableSample.count()
+                                ? std::numeric_limits<std::int64_t>::max()
+                                : at + kRunnableSample.count();  // saturated
+  if (sample && state.next_runnable_sample.compare_exchange_strong(due, next, std::memory_order_relaxed)) {
+    // Opened, read and closed each time: the library keeps no descriptor open (a process may count or
+    // close its descriptors).
+    std::array<char, 128> text{};
+    ssize_t got = -1;
+    if (const int loadavg = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC); loadavg >= 0) {
+      got = ::read(loadavg, text.data(), text.size());
+      ::close(loadavg);
+    }
+    const std::optional<int> runnable =
+        got > 0 ? runnable_from_loadavg(std::string_view(text.data(), static_cast<std::size_t>(got))) : std::nullopt;
+    // The others at this moment: this process's pollers (the sampler among them) would park.
+    const int pollers =
+        state.reply_pollers.load(std::memory_order_relaxed) + state.idle_pollers.load(std::memory_order_relaxed);
+    state.full.store(runnable && others_fill_cpus(*runnable, pollers, online_cpus()), std::memory_order_relaxed);
+  }
+  return state.full.load(std::memory_order_relaxed);
 }
 
 // ---- the decision -----------------------------------------------------------------------------
@@ -281,6 +356,9 @@ PollSession::PollSession(Waiter waiter, Partner partner, nanoseconds limit) noex
   }
   inputs.contended = contended_at(now);
   budget_ = decide_poll(inputs);
+  // Polling also stops while other threads fill every CPU, before any poll has lost its CPU to them.
+  // Asked only of a wait that would poll: a sample is a few system calls on this waiter's path.
+  if (budget_ > nanoseconds::zero() && machine_load_gate_on() && machine_full(now)) budget_ = nanoseconds::zero();
   if (budget_ <= nanoseconds::zero()) {
     mine.fetch_sub(1, std::memory_order_relaxed);
     registered_ = false;

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // detail/wait_policy.hpp: the decision under simulated machines (CPUs, pollers, a partner that sleeps,
 // nested waits, contention), its bounds (never above kMaxPoll, a limit always honoured), the CPU
-// count's inputs (src/cpu_quota.hpp), the contention window, and poll_before_park itself: it returns
-// true as soon as the condition holds, false within its bound when it never does, and registers as a
-// poller only while it polls.
+// count's inputs and the machine's runnable count (src/cpu_quota.hpp), the contention window, and
+// poll_before_park itself: it returns true as soon as the condition holds, false within its bound when
+// it never does, and registers as a poller only while it polls.
 #include <gtest/gtest.h>
 #include <sched.h>
 
 #include <atomic>
 #include <chrono>
+#include <fstream>
 #include <latch>
 #include <memory>
 #include <optional>
@@ -193,6 +194,74 @@ TEST(CpuQuota, FindsTheV2PathAndCombines) {
   EXPECT_EQ(combine_cpus(4, 0), 1);
   EXPECT_GE(xthread::detail::usable_cpus(), 1);
   EXPECT_LE(xthread::detail::usable_cpus(), static_cast<int>(std::max(1U, std::thread::hardware_concurrency())));
+}
+
+TEST(MachineLoad, ReadsTheRunnableCountFromProcLoadavg) {
+  using xthread::detail::runnable_from_loadavg;
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 3/467 12345\n"), 3);
+  EXPECT_EQ(runnable_from_loadavg("12.00 8.10 4.05 17/1290 99"), 17);
+  EXPECT_EQ(runnable_from_loadavg(""), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59"), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 3 467"), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 /467 1"), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 x/467 1"), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 3x/467 1"), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 -3/467 1"), std::nullopt);
+  EXPECT_EQ(runnable_from_loadavg("0.52 0.58 0.59 99999999999/467 1"), std::nullopt);  // no int
+}
+
+TEST(MachineLoad, OthersFillTheCpusWhenTheRunnableLessThisProcesssPollersReachThem) {
+  using xthread::detail::others_fill_cpus;
+  EXPECT_TRUE(others_fill_cpus(3, 1, 2));   // a poller beside two busy threads
+  EXPECT_FALSE(others_fill_cpus(2, 1, 2));  // a poller and the thread it waits for (case 1)
+  EXPECT_FALSE(others_fill_cpus(3, 2, 2));  // two pollers and the thread they wait for (case 3)
+  EXPECT_TRUE(others_fill_cpus(4, 2, 2));   // the same beside two more threads
+  EXPECT_TRUE(others_fill_cpus(1, 0, 1));
+  EXPECT_FALSE(others_fill_cpus(0, 0, 4));
+  EXPECT_TRUE(others_fill_cpus(4, -1, 4));  // a negative count is taken as none
+  EXPECT_TRUE(others_fill_cpus(1, 0, 0));   // at least one CPU
+}
+
+TEST(MachineLoad, AReplyPollParksAtOnceWhileBusyThreadsFillEveryCpu) {
+  using xthread::detail::machine_full;
+  using xthread::detail::online_cpus;
+  if (!std::ifstream("/proc/loadavg")) GTEST_SKIP() << "no /proc/loadavg: the gate is off";
+  if (xthread::detail::usable_cpus() < 2) GTEST_SKIP() << "one CPU: no wait polls, gate or not";
+  // One more busy thread than the machine's CPUs: whatever else runs, the others fill every CPU.
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> busy;
+  for (int i = 0; i <= online_cpus(); ++i) {
+    busy.emplace_back([&stop] {
+      while (!stop.load(std::memory_order_relaxed)) xthread::detail::cpu_relax();
+    });
+  }
+  const auto finish = [&] {
+    stop.store(true, std::memory_order_relaxed);
+    for (std::thread& thread : busy) thread.join();
+  };
+  // The count is sampled at most every 100 ms, and no preemption window may be open (it would park
+  // the poll for another reason); 5 s is a hang, not a slow machine. Nothing here polls meanwhile.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  bool ready = false;
+  while (!ready && std::chrono::steady_clock::now() < deadline) {
+    const auto now = std::chrono::steady_clock::now();
+    ready = machine_full(now) && !xthread::detail::wait_policy_state(now).contended;
+    if (!ready) std::this_thread::yield();
+  }
+  if (!ready) {
+    finish();
+    FAIL() << "the machine's runnable count never showed " << online_cpus() + 1 << " busy threads";
+  }
+  // Without the gate this poll has CPUs to spare (no other poller, no window) and polls its partner's
+  // 50 µs twice over; with it, it parks after its quick checks and the final one, never registered.
+  int checks = 0;
+  const bool found =
+      xthread::detail::poll_before_park([&] { return ++checks < 0; }, Waiter::reply, Partner{microseconds{50}});
+  const int pollers = xthread::detail::wait_policy_state().reply_pollers;
+  finish();
+  EXPECT_FALSE(found);
+  EXPECT_EQ(checks, 65);
+  EXPECT_EQ(pollers, 0);
 }
 
 TEST(WaitPolicyContention, APreemptionStopsPollingForAWindowThatGrowsWhileItRecursAndShrinksAfterACleanPoll) {
@@ -656,6 +725,15 @@ TEST(Streak, AReplyWaiterParksAtOnceForAnAsleepPartnerUnlessItsLastReplyCameJust
     EXPECT_EQ(xthread::detail::wait_policy_state().reply_pollers, 0);
   }).join();
   if (xthread::detail::usable_cpus() < 2) GTEST_SKIP() << "one CPU: no wait polls";
+  // Other tests may keep the machine full for longer than this test waits: this one is about the
+  // streak, so the machine-load gate is off for it.
+  xthread::detail::set_machine_load_gate(false);
+  struct GateOn {
+    GateOn() = default;
+    GateOn(const GateOn&) = delete;
+    GateOn& operator=(const GateOn&) = delete;
+    ~GateOn() { xthread::detail::set_machine_load_gate(true); }
+  } gate_on;
   // Right after a reply that came after a park: a streak, so it polls (unless the machine is
   // contended, or this thread lost its CPU for more than an idle poll in between: then try again).
   std::thread([] {
