@@ -3,7 +3,6 @@
 // recent preemption), the poll session, and the CPU count. Rules and measurements: docs/waiting.md.
 #include "xthread/detail/wait_policy.hpp"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -216,14 +215,9 @@ bool machine_full(SteadyClock::time_point now) noexcept {
   if (sample && state.next_runnable_sample.compare_exchange_strong(due, next, std::memory_order_relaxed)) {
     // Opened, read and closed each time: the library keeps no descriptor open (a process may count or
     // close its descriptors).
-    std::array<char, 128> text{};
-    ssize_t got = -1;
-    if (const int loadavg = ::open("/proc/loadavg", O_RDONLY | O_CLOEXEC); loadavg >= 0) {
-      got = ::read(loadavg, text.data(), text.size());
-      ::close(loadavg);
-    }
-    const std::optional<int> runnable =
-        got > 0 ? runnable_from_loadavg(std::string_view(text.data(), static_cast<std::size_t>(got))) : std::nullopt;
+    std::array<char, 128> buffer{};
+    const std::optional<std::string_view> text = read_system_file_into("/proc/loadavg", buffer);
+    const std::optional<int> runnable = text ? runnable_from_loadavg(*text) : std::nullopt;
     // The others at this moment: this process's pollers (the sampler among them) would park.
     const int pollers =
         state.reply_pollers.load(std::memory_order_relaxed) + state.idle_pollers.load(std::memory_order_relaxed);
