@@ -123,9 +123,13 @@ std::int64_t read_tsc_for_test() noexcept {
 }
 
 bool tsc_may_serve(const MonitorClockFacts& facts) noexcept {
-  if (!facts.x86_64 || !facts.invariant_tsc || !facts.clocksource) return false;
-  if (facts.override_value != nullptr && std::strcmp(facts.override_value, "steady") == 0) return false;
-  return without_line_end(*facts.clocksource) == "tsc";
+  if (!facts.x86_64 || !facts.invariant_tsc) return false;
+  if (facts.override_value != nullptr) {
+    if (std::strcmp(facts.override_value, "steady") == 0) return false;
+    // Whoever set it vouches that the CPUs' counters agree where the kernel does not read them itself.
+    if (std::strcmp(facts.override_value, "tsc") == 0) return true;
+  }
+  return facts.clocksource && without_line_end(*facts.clocksource) == "tsc";
 }
 
 std::optional<double> ns_per_tick(const ClockPair& first, const ClockPair& second) noexcept {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/monitor_clock.hpp: the call monitor's clock — when the TSC may serve, the calibration's
 // arithmetic (implausible pairs refused), saturating conversions, and the clock in use measuring an
-// interval as steady_clock does. CTest also runs this binary with XTHREAD_MONITOR_CLOCK=steady.
+// interval as steady_clock does. CTest also runs this binary with XTHREAD_MONITOR_CLOCK=steady and =tsc.
 #include "xthread/detail/monitor_clock.hpp"
 
 #include <gtest/gtest.h>
@@ -59,17 +59,31 @@ TEST(MonitorClockChoice, TheTscServesOnlyWhereTheKernelClockIsTheTsc) {
   EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));
 }
 
-TEST(MonitorClockChoice, TheEnvironmentCanAskForSteadyClockAndNothingElse) {
+TEST(MonitorClockChoice, TheEnvironmentCanAskForSteadyClockOrVouchForTheCounter) {
   MonitorClockFacts facts = tsc_machine();
   facts.override_value = "steady";
   EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));
-  facts.override_value = "tsc";  // cannot force the counter where it is not trusted...
-  EXPECT_TRUE(xthread::detail::tsc_may_serve(facts));
   facts.clocksource = std::string_view{"kvm-clock"};
-  EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));  // ...so this stays steady
+  EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));
+  // "tsc": the counter although the kernel reads another clocksource (a VM booted with tsc=unstable)
+  // or none can be read...
+  facts.override_value = "tsc";
+  EXPECT_TRUE(xthread::detail::tsc_may_serve(facts));
+  facts.clocksource.reset();
+  EXPECT_TRUE(xthread::detail::tsc_may_serve(facts));
+  // ...but never a counter whose rate changes with the CPU's power states, nor on another architecture.
+  facts.invariant_tsc = false;
+  EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));
+  facts = tsc_machine();
+  facts.override_value = "tsc";
+  facts.x86_64 = false;
+  EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));
   facts = tsc_machine();
   facts.override_value = "";  // unknown values change nothing
   EXPECT_TRUE(xthread::detail::tsc_may_serve(facts));
+  facts.override_value = "TSC";  // nor do other spellings
+  facts.clocksource = std::string_view{"kvm-clock"};
+  EXPECT_FALSE(xthread::detail::tsc_may_serve(facts));
 }
 
 TEST(MonitorClockCalibration, ScaleIsNanosecondsOverTicksBetweenThePairsMiddles) {
@@ -156,6 +170,10 @@ TEST(MonitorClock, MeasuresAnIntervalAsSteadyClockDoes) {
   const char* const override_value = std::getenv("XTHREAD_MONITOR_CLOCK");  // NOLINT(concurrency-mt-unsafe)
   if (override_value != nullptr && std::strcmp(override_value, "steady") == 0) {
     EXPECT_EQ(source, MonitorClockSource::steady);
+  }
+  if (override_value != nullptr && std::strcmp(override_value, "tsc") == 0 &&
+      xthread::detail::cpu_has_invariant_tsc()) {
+    EXPECT_EQ(source, MonitorClockSource::tsc);
   }
 #if !defined(__x86_64__)
   EXPECT_EQ(source, MonitorClockSource::steady);
