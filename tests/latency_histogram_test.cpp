@@ -28,6 +28,10 @@
 #include "xthread/loop_thread.hpp"
 #include "xthread/thread_safe_function.hpp"
 
+// CTest's *_on_tsc runs: one CPU, before any thread starts (tests/test_support.hpp).
+[[maybe_unused]] static const bool one_cpu_when_the_counter_is_forced =
+    xthread_test::keep_to_one_cpu_when_the_counter_is_forced();
+
 namespace {
 
 using std::chrono::microseconds;

@@ -108,9 +108,9 @@ struct LoopMonitor {
 /// ThreadSafeFunction::monitor()): study 000's three phases of every call whose callee ran. Each
 /// call's three phases add up to its whole time (issued → the caller has the result; a phase that a
 /// stamp taken early made negative counts as 0). Timed by the monitor clock: on x86-64 Linux with an
-/// invariant TSC that the kernel's clock reads, that counter read without ordering and calibrated
-/// against steady_clock once per process; elsewhere, or with XTHREAD_MONITOR_CLOCK=steady,
-/// steady_clock (docs/monitoring.md, "The monitor's clock").
+/// invariant TSC that the kernel's clock reads (or that XTHREAD_MONITOR_CLOCK=tsc vouches for), that
+/// counter read without ordering and calibrated against steady_clock once per process; elsewhere, or
+/// with XTHREAD_MONITOR_CLOCK=steady, steady_clock (docs/monitoring.md, "The monitor's clock").
 struct CallMonitor {
   /// Issued → callee starts: from entering call/call_sync/try_call (or the co_await of async(),
   /// including a wait for a queue slot) to the start of the callee on the loop thread.

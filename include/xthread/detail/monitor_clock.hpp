@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // xthread/detail/monitor_clock.hpp — the clock of ThreadSafeFunction's monitor (Options::monitor): the
-// CPU's time-stamp counter where the kernel's own clock reads that counter, else steady_clock. Why and
-// what it costs: docs/monitoring.md, "The monitor's clock".
+// CPU's time-stamp counter where the kernel's own clock reads that counter (or XTHREAD_MONITOR_CLOCK=tsc
+// vouches for it), else steady_clock. Why and what it costs: docs/monitoring.md, "The monitor's clock".
 #pragma once
 
 #include <atomic>
