@@ -60,27 +60,6 @@ class PinnedToOneCpu {
   bool pinned_ = false;
 };
 
-/// Where XTHREAD_MONITOR_CLOCK=tsc vouches for the CPU's counter (CTest's *_on_tsc runs), keeps the
-/// calling thread, and every thread it starts later, on the first CPU it may use: on a machine whose
-/// kernel distrusts the counters with reason, stamps taken on two CPUs could disagree, and one CPU's
-/// counter still takes the counter's path. Called during static initialization (before any thread);
-/// returns whether it pinned. Allocates nothing, throws nothing.
-inline bool keep_to_one_cpu_when_the_counter_is_forced() noexcept {
-  const char* const clock = std::getenv("XTHREAD_MONITOR_CLOCK");  // NOLINT(concurrency-mt-unsafe): before threads
-  if (clock == nullptr || std::string_view{clock} != "tsc") return false;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return false;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    cpu_set_t one;
-    CPU_ZERO(&one);
-    CPU_SET(cpu, &one);
-    return sched_setaffinity(0, sizeof(one), &one) == 0;
-  }
-  return false;
-}
-
 /// The CPUs this process may run on (its affinity mask), lowest first; empty if unknown.
 inline std::vector<int> allowed_cpus() {
   cpu_set_t set;
@@ -91,6 +70,22 @@ inline std::vector<int> allowed_cpus() {
     if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
   }
   return cpus;
+}
+
+/// Where XTHREAD_MONITOR_CLOCK=tsc vouches for the CPU's counter (CTest's *_on_tsc runs), keeps the
+/// calling thread, and every thread it starts later, on the first CPU it may use: on a machine whose
+/// kernel distrusts the counters with reason, stamps taken on two CPUs could disagree, and one CPU's
+/// counter still takes the counter's path. Called during static initialization (before any thread);
+/// returns whether it pinned.
+inline bool keep_to_one_cpu_when_the_counter_is_forced() {
+  const char* const clock = std::getenv("XTHREAD_MONITOR_CLOCK");  // NOLINT(concurrency-mt-unsafe): before threads
+  if (clock == nullptr || std::string_view{clock} != "tsc") return false;
+  const std::vector<int> cpus = allowed_cpus();
+  if (cpus.empty()) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpus.front(), &one);
+  return sched_setaffinity(0, sizeof(one), &one) == 0;
 }
 
 /// Turns a hang into a failure: unless destroyed within `timeout`, prints

@@ -43,9 +43,8 @@ inline MonitorTicks monitor_now() noexcept {
 /// against each other and steady_clock itself reads them) and XTHREAD_MONITOR_CLOCK is not "steady";
 /// also with another clocksource when XTHREAD_MONITOR_CLOCK is "tsc" (the user vouches that the CPUs'
 /// counters agree) and the counter is invariant. Then it is calibrated against steady_clock over 200 µs
-/// (busy, on the calling thread). Neither the
-/// choice nor the scale is revisited. Thread rule: any thread; allocates (reads a file), and is called
-/// where a monitored function is made.
+/// (busy, on the calling thread). Neither the choice nor the scale is revisited. Thread rule: any
+/// thread; allocates (reads a file), and is called where a monitored function is made.
 MonitorClockSource setup_monitor_clock() noexcept;
 
 /// The source in use (steady before setup_monitor_clock()). Thread rule: any thread.
