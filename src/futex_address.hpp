@@ -11,7 +11,10 @@ namespace xthread::detail {
 /// futex_wait (xthread/detail/parking.hpp) on the 32-bit word at `address`.
 void futex_wait_address(const void* address, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept;
 /// futex_wake_one on `address`: only passes the address to the kernel, so it is safe on an address
-/// whose object was just destroyed (it wakes nobody, or one futex waiter spuriously).
-void futex_wake_address(const void* address) noexcept;
+/// whose object was just destroyed (it wakes nobody, or one futex waiter spuriously). A wake that
+/// found a sleeper is a hand-over (note_handed_over) unless `sleeper_cpu`, the CPU the sleeper
+/// parked on, is known and is not the calling thread's: the kernel resumes a woken thread on its own
+/// CPU when that one is idle, so it does not need this one.
+void futex_wake_address(const void* address, int sleeper_cpu = -1) noexcept;
 
 }  // namespace xthread::detail

@@ -264,7 +264,7 @@ void LoopCore::wait_for_work() {
     if (ready_locked()) return;
     // One compare-exchange on the inbox word: it fails if anything was pushed; once it succeeds, the
     // first producer finds the loop parked and wakes it (PostInbox).
-    if (!inbox_.try_park()) return;
+    if (!inbox_.try_park(current_cpu())) return;
     sleeping_ = true;
     waker_.counted_park();
     queue_.allow_idle_round();  // the wake-up may begin an idle round

@@ -31,8 +31,16 @@ void futex_wait_address(const void* address, std::uint32_t expected, std::chrono
   syscall(SYS_futex, address, FUTEX_WAIT_PRIVATE, expected, relative_pointer, nullptr, 0);
 }
 
-void futex_wake_address(const void* address) noexcept {
-  note_handed_over(static_cast<int>(syscall(SYS_futex, address, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0)));
+void futex_wake_address(const void* address, int sleeper_cpu) noexcept {
+  const long woken = syscall(SYS_futex, address, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+  if (woken <= 0) return;
+  // Where the sleeper parked on another CPU, the kernel resumes it there if that CPU is idle.
+  const int mine = sleeper_cpu < 0 ? -1 : current_cpu();
+  if (sleeper_cpu < 0 || mine < 0 || sleeper_cpu == mine) note_handed_over(static_cast<int>(woken));
+  // One that parked on this very CPU runs only once this thread stops: nothing it posts can come
+  // before, so this thread's next idle poll skips its quick checks as well (unless a reply wait
+  // comes first).
+  if (sleeper_cpu >= 0 && sleeper_cpu == mine) note_woke_loop_here();
 }
 
 void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t expected, std::chrono::nanoseconds timeout) noexcept {
@@ -63,7 +71,7 @@ void futex_wait_address(const void* /*address*/, std::uint32_t /*expected*/,
                                   ? std::chrono::nanoseconds{std::chrono::milliseconds{1}}
                                   : std::min(timeout, std::chrono::nanoseconds{std::chrono::milliseconds{1}}));
 }
-void futex_wake_address(const void* /*address*/) noexcept {}
+void futex_wake_address(const void* /*address*/, int /*sleeper_cpu*/) noexcept {}
 void futex_wake_one(std::atomic<std::uint32_t>& word) noexcept { word.notify_one(); }
 void futex_wake_all(std::atomic<std::uint32_t>& word) noexcept { word.notify_all(); }
 #endif

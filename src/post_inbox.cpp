@@ -12,7 +12,7 @@ void PostInbox::park(std::chrono::nanoseconds timeout) noexcept {
 
 void PostInbox::deliver(const Wake& wake) noexcept {
   if (wake.kind == Wake::Kind::futex) {
-    futex_wake_address(wake.address);
+    futex_wake_address(wake.address, wake.sleeper_cpu);
   } else if (wake.kind == Wake::Kind::fd) {
     Waker::signal(wake.fd);
   }

@@ -28,6 +28,7 @@ struct Wake {
   Kind kind = Kind::none;
   int fd = -1;                      // Kind::fd: the host's eventfd
   const void* address = nullptr;    // Kind::futex: the word the loop is parked on
+  int sleeper_cpu = -1;             // Kind::futex: the CPU the loop thread parked on (-1: unknown)
 };
 
 /// Thread rule: push() from any thread, without a lock; every other member from the loop's side, one
@@ -59,9 +60,13 @@ class PostInbox {
     std::uintptr_t seen = word_.load(std::memory_order_relaxed);
     std::uintptr_t next = 0;
     bool announced = false;
+    int sleeper_cpu = -1;
     do {
       if (seen == kClosed) return {Found::closed, {}};
       const std::uintptr_t tag = seen & kTagMask;
+      // Read before the exchange: once it is done the loop may run the task and the inbox may be gone.
+      // relaxed: a hint (a stale CPU only mistakes whether the wake is a hand-over).
+      if (tag == kParked) sleeper_cpu = parked_cpu_.load(std::memory_order_relaxed);
       if (tag == kHostWaiting && !announced) {
         on_host_waiting();
         announced = true;
@@ -72,7 +77,7 @@ class PostInbox {
       // acq_rel: release publishes the task's fields to the loop; acquire makes what the loop did before
       // it began a sleep (made its eventfd) visible to the wake this push delivers.
     } while (!word_.compare_exchange_weak(seen, next, std::memory_order_acq_rel, std::memory_order_relaxed));
-    return {found_in(seen), wake_for(seen)};
+    return {found_in(seen), wake_for(seen, sleeper_cpu)};
   }
   Pushed push(LoopTask* task) noexcept {
     return push(task, [] {});
@@ -96,7 +101,12 @@ class PostInbox {
 
   /// The loop's side: parks from here on if nothing was pushed (false: something was, or the inbox
   /// is closed, or the loop is notified). Then park() sleeps until a producer's wake, and end_sleep().
-  [[nodiscard]] bool try_park() noexcept { return try_sleep(kParked); }
+  /// `cpu`: the CPU the loop thread parks on (-1: unknown), which the wake of the first push carries
+  /// (Wake::sleeper_cpu).
+  [[nodiscard]] bool try_park(int cpu) noexcept {
+    parked_cpu_.store(cpu, std::memory_order_relaxed);  // relaxed: a hint (Wake::sleeper_cpu)
+    return try_sleep(kParked);
+  }
   /// The loop thread, after try_park() and unlocking: sleeps while the loop is still parked, at most
   /// `timeout` (negative: no limit), or spuriously.
   void park(std::chrono::nanoseconds timeout) noexcept;
@@ -190,8 +200,8 @@ class PostInbox {
         return Found::notified;
     }
   }
-  Wake wake_for(std::uintptr_t word) const noexcept {
-    if ((word & kTagMask) == kParked) return {Wake::Kind::futex, -1, &word_};
+  Wake wake_for(std::uintptr_t word, int sleeper_cpu = -1) const noexcept {
+    if ((word & kTagMask) == kParked) return {Wake::Kind::futex, -1, &word_, sleeper_cpu};
     if ((word & kTagMask) == kHostWaiting) return {Wake::Kind::fd, static_cast<int>(word >> kTagBits), nullptr};
     return {};
   }
@@ -205,6 +215,7 @@ class PostInbox {
   static TaskList oldest_first(LoopTask* newest) noexcept;
 
   std::atomic<std::uintptr_t> word_{0};
+  std::atomic<int> parked_cpu_{-1};  // try_park()'s CPU: written by the loop thread, read by pushes
 };
 
 }  // namespace xthread::detail

@@ -56,6 +56,8 @@ constexpr nanoseconds kRunnableSample{std::chrono::milliseconds{100}};
 thread_local int handed_over_count = 0;
 /// note_answered_waiter(): this thread's next idle poll skips its quick checks.
 thread_local bool answered_waiter = false;
+/// note_woke_loop_here(): the same, unless a reply wait comes first.
+thread_local bool woke_loop_here = false;
 /// Whether this thread skips its quick checks after answering a nested call (note_nested_answer).
 thread_local NestedAnswerRule nested_rule;
 constexpr int kMaxHandedOver = 1 << 16;
@@ -297,11 +299,16 @@ void note_handed_over(int threads) noexcept {
 void note_parking() noexcept {
   handed_over_count = 0;
   answered_waiter = false;
+  woke_loop_here = false;
 }
 
 void note_answered_waiter() noexcept { answered_waiter = true; }
 
 bool take_answered_waiter() noexcept { return std::exchange(answered_waiter, false); }
+
+void note_woke_loop_here() noexcept { woke_loop_here = true; }
+
+bool take_woke_loop_here() noexcept { return std::exchange(woke_loop_here, false); }
 
 bool note_nested_answer(bool split) noexcept {
   nested_rule.record(split);

@@ -108,7 +108,7 @@ TEST(PostInbox, CloseReturnsWhatWasPushedAndEveryLaterPushFails) {
   EXPECT_TRUE(inbox.take().empty());
   EXPECT_TRUE(inbox.close(wake).empty());  // closing again: nothing, still closed
   EXPECT_FALSE(pushed(inbox, &tasks[3]));
-  EXPECT_FALSE(inbox.try_park());  // a closed loop never sleeps on the word
+  EXPECT_FALSE(inbox.try_park(-1));  // a closed loop never sleeps on the word
   EXPECT_EQ(inbox.claim().kind, Wake::Kind::none);
 }
 
@@ -166,7 +166,7 @@ TEST(PostInbox, ConcurrentPushersAgainstTakesAndACloseLoseAndDuplicateNothing) {
 TEST(PostInbox, TheFirstPushAfterAParkGetsTheWakeAndLaterOnesCoalesce) {
   PostInbox inbox;
   std::vector<Numbered> tasks(3);
-  ASSERT_TRUE(inbox.try_park());
+  ASSERT_TRUE(inbox.try_park(-1));
   EXPECT_FALSE(inbox.has_work());
   const PostInbox::Pushed first = inbox.push(&tasks[0]);
   EXPECT_EQ(first.found, Found::parked);
@@ -178,9 +178,9 @@ TEST(PostInbox, TheFirstPushAfterAParkGetsTheWakeAndLaterOnesCoalesce) {
   EXPECT_TRUE(inbox.end_sleep());                   // a producer ended the park
   EXPECT_EQ(items(inbox.take()).size(), 2u);
   EXPECT_EQ(inbox.push(&tasks[2]).found, Found::running);  // taken: running from here on
-  EXPECT_FALSE(inbox.try_park());                          // work waits: no park
+  EXPECT_FALSE(inbox.try_park(-1));                          // work waits: no park
   EXPECT_EQ(items(inbox.take()).size(), 1u);
-  ASSERT_TRUE(inbox.try_park());
+  ASSERT_TRUE(inbox.try_park(-1));
   EXPECT_FALSE(inbox.end_sleep());  // a timeout: nobody woke it, and it runs again
   EXPECT_EQ(inbox.claim().kind, Wake::Kind::none);
 }
@@ -211,11 +211,36 @@ TEST(PostInbox, AHostWaitCarriesTheFdToTheFirstProducerAndNotifiedStopsTheWrites
   PostInbox::deliver(claimed);  // writes nothing: no fd
   // Closing a parked loop hands the closer its wake.
   EXPECT_TRUE(inbox.take().empty());
-  ASSERT_TRUE(inbox.try_park());
+  ASSERT_TRUE(inbox.try_park(-1));
   Wake wake;
   EXPECT_TRUE(inbox.close(wake).empty());
   EXPECT_EQ(wake.kind, Wake::Kind::futex);
   EXPECT_TRUE(inbox.end_sleep());  // stop() ended the park
+}
+
+// The wake of the first push after a park carries the CPU the loop thread parked on (what the waker
+// weighs to decide whether the wake is a hand-over: futex_wake_address); other wakes carry none.
+TEST(PostInbox, AParkedLoopsWakeCarriesTheCpuItParkedOn) {
+  PostInbox inbox;
+  std::vector<Numbered> tasks(4);
+  ASSERT_TRUE(inbox.try_park(3));
+  const PostInbox::Pushed first = inbox.push(&tasks[0]);
+  EXPECT_EQ(first.wake.kind, Wake::Kind::futex);
+  EXPECT_EQ(first.wake.sleeper_cpu, 3);
+  EXPECT_EQ(inbox.push(&tasks[1]).wake.sleeper_cpu, -1);  // coalesced: no wake
+  EXPECT_TRUE(inbox.end_sleep());
+  EXPECT_EQ(items(inbox.take()).size(), 2u);
+  ASSERT_TRUE(inbox.try_park(-1));  // unknown CPU
+  EXPECT_EQ(inbox.push(&tasks[2]).wake.sleeper_cpu, -1);
+  EXPECT_TRUE(inbox.end_sleep());
+  EXPECT_EQ(items(inbox.take()).size(), 1u);
+  ASSERT_TRUE(inbox.try_park(5));
+  EXPECT_EQ(inbox.claim().sleeper_cpu, -1);  // a claim (timers, stop) is weighed as before: unknown
+  EXPECT_TRUE(inbox.end_sleep());
+  EXPECT_TRUE(inbox.take().empty());  // clears the notified mark
+  ASSERT_TRUE(inbox.try_host_wait(42));
+  EXPECT_EQ(inbox.push(&tasks[3]).wake.sleeper_cpu, -1);  // a host's thread may be anywhere
+  EXPECT_EQ(items(inbox.take()).size(), 1u);
 }
 
 // A thread parks on the word as the loop does; pushes from here wake it. The park has no timeout, so
@@ -231,7 +256,7 @@ TEST(PostInbox, APushedWakeReachesAThreadParkedOnTheWord) {
     while (taken < kRounds && !inbox.closed()) {
       taken += static_cast<int>(items(inbox.take()).size());
       if (taken == kRounds) break;
-      if (!inbox.try_park()) continue;  // something was pushed meanwhile
+      if (!inbox.try_park(-1)) continue;  // something was pushed meanwhile
       parked_rounds.fetch_add(1);
       inbox.park(-1ns);
       (void)inbox.end_sleep();

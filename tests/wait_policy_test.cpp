@@ -5,6 +5,7 @@
 // poll_before_park itself: it returns true as soon as the condition holds, false within its bound when
 // it never does, and registers as a poller only while it polls.
 #include <gtest/gtest.h>
+#include <pthread.h>
 #include <sched.h>
 
 #include <atomic>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "cpu_quota.hpp"
+#include "futex_address.hpp"
 #include "test_support.hpp"
 #include "xthread/detail/parking.hpp"
 #include "xthread/detail/wait_policy.hpp"
@@ -486,6 +488,100 @@ std::optional<Noted> answer_from(int waiter_cpu, int cpu) {
   return noted;
 }
 
+// A wake that finds a sleeper which parked on another CPU is no hand-over (the kernel resumes it on
+// its own CPU when that one is idle, so it needs none of the waker's); one that parked on the waker's
+// CPU, or on an unknown one, is. One that parked on the waker's CPU runs only once the waker stops,
+// so the waker's next idle poll also skips its quick checks (note_woke_loop_here). Only a wake that
+// found the sleeper counts at all.
+TEST(HandOver, AWakeCountsOnlyWhenTheSleeperParkedOnThisCpuOrItsCpuIsUnknown) {
+  using xthread::detail::handed_over_since_parked;
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  const xthread_test::PinnedToOneCpu pin(cpus[0]);
+  if (!pin.pinned()) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  const int mine = xthread::detail::current_cpu();
+  if (mine < 0) GTEST_SKIP() << "the calling thread's CPU is unknown here";
+  std::atomic<std::uint32_t> word{0};
+  std::atomic<int> woken{0};
+  std::thread sleeper([&] {
+    pthread_setname_np(pthread_self(), "xt-handover");
+    while (word.load(std::memory_order_acquire) == 0) {
+      xthread::detail::futex_wait(word, 0);
+      woken.fetch_add(1, std::memory_order_release);
+    }
+  });
+  // Wakes the sleeper with `sleeper_cpu` once it is asleep in the kernel, until a wake reaches it
+  // (a spurious wake-up or one that came too early wakes nobody); returns what the waker noted.
+  const auto wake_once = [&](int sleeper_cpu) {
+    xthread::detail::note_parking();  // from zero
+    const int before = woken.load(std::memory_order_acquire);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (woken.load(std::memory_order_acquire) == before && std::chrono::steady_clock::now() < deadline) {
+      if (!xthread_test::eventually([] { return xthread_test::all_threads_sleeping("xt-handover"); })) break;
+      xthread::detail::futex_wake_address(&word, sleeper_cpu);
+      (void)xthread_test::eventually([&] { return woken.load(std::memory_order_acquire) != before; },
+                                     std::chrono::milliseconds{100});
+    }
+    EXPECT_NE(woken.load(std::memory_order_acquire), before) << "no wake reached the sleeper";
+    EXPECT_FALSE(xthread::detail::take_answered_waiter());  // that is OneShotEvent's
+    return Noted{handed_over_since_parked(), xthread::detail::take_woke_loop_here()};
+  };
+  const Noted elsewhere = wake_once(mine + 1);  // parked on another CPU
+  EXPECT_EQ(elsewhere.handed_over, 0);
+  EXPECT_FALSE(elsewhere.answered_waiter);
+  const Noted here = wake_once(mine);  // on this one
+  EXPECT_EQ(here.handed_over, 1);
+  EXPECT_TRUE(here.answered_waiter);
+  const Noted unknown = wake_once(-1);  // as before: a hand-over that keeps the quick checks
+  EXPECT_EQ(unknown.handed_over, 1);
+  EXPECT_FALSE(unknown.answered_waiter);
+  word.store(1, std::memory_order_release);
+  xthread::detail::futex_wake_all(word);
+  sleeper.join();
+  xthread::detail::note_parking();
+}
+
+// The same rule through an event loop: a task that posts to a loop parked on another CPU hands
+// nothing over (its loop goes on polling after the task), one that posts to a loop parked on its own
+// CPU does (its loop parks at once, without quick checks, and leaves the CPU to the woken one). Two
+// loops calling each other back to back (coroutines hopping, Hop_LoopSchedule) otherwise fell into a
+// chain of wake-ups: each woke the other and parked at once, so every hop paid a wake-up although
+// each had a CPU of its own (docs/waiting.md, "Two loops calling each other").
+TEST(HandOver, APostThatWakesALoopParkedOnAnotherCpuIsNoHandOver) {
+  const std::vector<int> cpus = xthread_test::allowed_cpus();
+  if (cpus.size() < 2) GTEST_SKIP() << "needs two CPUs";
+  xthread::LoopThread poster{"xt-poster"};
+  xthread::LoopThread target{"xt-target"};
+  const auto pin_loop = [](xthread::LoopThread& loop, int cpu) {
+    return loop.loop()
+        .invoke([cpu] {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpu, &one);
+      return sched_setaffinity(0, sizeof(one), &one) == 0;  // for the loop thread's life
+    }).get();
+  };
+  if (!pin_loop(poster, cpus[0])) GTEST_SKIP() << "this environment does not let a thread set its CPU affinity";
+  // Hand-overs a task on `poster` counts for one post that wakes `target` parked on `target_cpu`.
+  const auto post_to_parked = [&](int target_cpu) {
+    EXPECT_TRUE(pin_loop(target, target_cpu));
+    EXPECT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("xt-target"); }))
+        << "the target loop never parked";
+    return poster.loop()
+        .invoke([&] {
+      xthread::detail::note_parking();  // from zero
+      EXPECT_TRUE(target.loop().post([] {}));
+      return Noted{xthread::detail::handed_over_since_parked(), xthread::detail::take_woke_loop_here()};
+    }).get();
+  };
+  const Noted elsewhere = post_to_parked(cpus[1]);  // another CPU: the target resumes there
+  EXPECT_EQ(elsewhere.handed_over, 0);
+  EXPECT_FALSE(elsewhere.answered_waiter);
+  const Noted here = post_to_parked(cpus[0]);  // the poster's own CPU: it runs once the poster parks
+  EXPECT_EQ(here.handed_over, 1);
+  EXPECT_TRUE(here.answered_waiter);  // here: note_woke_loop_here
+}
+
 TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoesNot) {
   const std::vector<int> cpus = xthread_test::allowed_cpus();
   ASSERT_FALSE(cpus.empty());
@@ -511,6 +607,15 @@ TEST(HandOver, AnsweringAWaiterOnTheSameCpuCountsAndOnAnotherCpuOrItsOwnEventDoe
   EXPECT_FALSE(other->answered_waiter);
 }
 
+/// Checks an idle poll of `waiter` makes of a condition that never holds, and that it parks: 1 (the
+/// final check alone) when it skips its quick checks, 65 with them (a hand-over noted first, so it
+/// does not poll).
+int checks_before_park(Waiter waiter) {
+  int checks = 0;
+  EXPECT_FALSE(xthread::detail::poll_before_park([&] { return ++checks < 0; }, waiter));
+  return checks;
+}
+
 TEST(AnsweredWaiter, AnIdlePollRightAfterAnsweringAWaiterSkipsItsQuickChecksOnce) {
   using xthread::detail::note_answered_waiter;
   using xthread::detail::note_handed_over;
@@ -522,15 +627,11 @@ TEST(AnsweredWaiter, AnIdlePollRightAfterAnsweringAWaiterSkipsItsQuickChecksOnce
     // poll, the answer skips its quick checks. One check (the final one), no poll.
     note_handed_over(1);
     note_answered_waiter();
-    int checks = 0;
-    EXPECT_FALSE(poll_before_park([&] { return ++checks < 0; }, waiter));
-    EXPECT_EQ(checks, 1);
-    // Consumed: the next one after a hand-over alone (a post that woke a loop) makes its 64 quick
-    // checks and the final one.
+    EXPECT_EQ(checks_before_park(waiter), 1);
+    // Consumed: the next one after a hand-over alone (a wake of a thread whose CPU is unknown) makes
+    // its 64 quick checks and the final one.
     note_handed_over(1);
-    checks = 0;
-    EXPECT_FALSE(poll_before_park([&] { return ++checks < 0; }, waiter));
-    EXPECT_EQ(checks, 65);
+    EXPECT_EQ(checks_before_park(waiter), 65);
     // A park clears it.
     note_answered_waiter();
     note_parking();
@@ -544,6 +645,40 @@ TEST(AnsweredWaiter, AnIdlePollRightAfterAnsweringAWaiterSkipsItsQuickChecksOnce
   (void)poll_before_park([] { return false; }, Waiter::helping);
   EXPECT_TRUE(xthread::detail::take_answered_waiter());
   note_parking();
+}
+
+// note_woke_loop_here (a wake of a loop parked on this CPU): the next idle poll skips its quick
+// checks, once; a reply wait first (a loop thread's nested call to that loop: the loop has answered)
+// or a park forgets it, so the loop thread then keeps them for its caller's next call.
+TEST(WokeLoopHere, TheNextIdlePollSkipsItsQuickChecksUnlessAReplyWaitCameFirst) {
+  namespace d = xthread::detail;
+  // The note alone, for each idle waiter: the next poll skips its quick checks, the one after keeps
+  // them; a park forgets it.
+  for (const Waiter waiter : {Waiter::loop_idle, Waiter::worker_idle}) {
+    d::note_parking();
+    d::note_handed_over(1);
+    d::note_woke_loop_here();
+    EXPECT_EQ(checks_before_park(waiter), 1);
+    d::note_handed_over(1);
+    EXPECT_EQ(checks_before_park(waiter), 65);
+    d::note_woke_loop_here();
+    d::note_parking();
+    EXPECT_FALSE(d::take_woke_loop_here());
+  }
+  // A reply wait in between (awake or asleep partner; found at once or not) forgets it.
+  for (const bool asleep : {false, true}) {
+    for (const bool ready : {true, false}) {
+      d::note_handed_over(1);
+      d::note_woke_loop_here();
+      (void)d::poll_before_park([ready] { return ready; }, Waiter::reply, Partner{microseconds{10}, asleep});
+      EXPECT_EQ(checks_before_park(Waiter::loop_idle), 65) << "asleep " << asleep << ", ready " << ready;
+    }
+  }
+  // A helping wait neither reads nor clears it.
+  d::note_woke_loop_here();
+  (void)d::poll_before_park([] { return false; }, Waiter::helping);
+  EXPECT_TRUE(d::take_woke_loop_here());
+  d::note_parking();
 }
 
 TEST(AnsweredWaiter, AnAnswerToAParkedWaiterCounts) {

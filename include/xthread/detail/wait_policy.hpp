@@ -84,14 +84,15 @@ void note_preempted(std::chrono::steady_clock::time_point now) noexcept;
 /// A poll ran its course without losing the CPU: the window shrinks back to its start.
 void note_poll_clean() noexcept;
 
-/// The calling thread woke `threads` parked threads (futex_wake_*; Linux only), or answered a waiter
-/// that shares its CPU: each needs a CPU now, often this one, so this thread's next idle poll
-/// (loop_idle, worker_idle) parks at once (WaitInputs::handed_over). Cleared by that poll, by a park
-/// and by an idle poll's quick checks finding work. Thread rule: the calling thread (thread-local).
+/// The calling thread woke `threads` parked threads (futex_wake_*; Linux only; not for an event loop
+/// parked on another CPU), or answered a waiter that shares its CPU: each needs a CPU now, often this
+/// one, so this thread's next idle poll (loop_idle, worker_idle) parks at once (WaitInputs::handed_over).
+/// Cleared by that poll, by a park and by an idle poll's quick checks finding work. Thread rule: the
+/// calling thread (thread-local).
 void note_handed_over(int threads) noexcept;
-/// Clears the calling thread's hand-over count and its note_answered_waiter(): it parks, its host is
-/// about to sleep, or its idle poll's quick checks found work. The threads it handed over to have had
-/// their CPUs. Thread rule: the calling thread.
+/// Clears the calling thread's hand-over count, note_answered_waiter() and note_woke_loop_here(): it
+/// parks, its host is about to sleep, or its idle poll's quick checks found work. The threads it
+/// handed over to have had their CPUs. Thread rule: the calling thread.
 void note_parking() noexcept;
 /// The calling thread's count (note_handed_over), for tests and diagnostics. Thread rule: the
 /// calling thread.
@@ -104,6 +105,14 @@ void note_parking() noexcept;
 void note_answered_waiter() noexcept;
 /// Reads and clears the calling thread's note_answered_waiter(). Thread rule: the calling thread.
 [[nodiscard]] bool take_answered_waiter() noexcept;
+/// The calling thread has woken an event loop that parked on this CPU (futex_wake_address): the loop
+/// runs only once this thread stops, so this thread's next idle poll skips its quick checks, unless
+/// the thread waits for a reply first (by then the loop has had its turn: a loop thread's nested call
+/// to a parked loop). Cleared by that poll or reply wait, and by a park. Thread rule: the calling
+/// thread (thread-local).
+void note_woke_loop_here() noexcept;
+/// Reads and clears the calling thread's note_woke_loop_here(). Thread rule: the calling thread.
+[[nodiscard]] bool take_woke_loop_here() noexcept;
 
 /// Whether a thread that has just answered a loop thread's nested call (case 3's main loop answering
 /// the worker) skips its idle poll's quick checks. Which choice keeps the nested caller and its callee
@@ -120,7 +129,7 @@ class NestedAnswerRule {
  public:
   static constexpr int kWindow = 256;
   static constexpr int kTolerated = kWindow / 4;  // splits per window
-  static constexpr int kForget = 16;              // windows
+  static constexpr int kForget = 16;  // windows
   /// The current choice: skip the quick checks (the default) or keep them.
   [[nodiscard]] bool skip_quick_checks() const noexcept { return skip_; }
   /// One nested answer: `split` when the answering thread ran on another CPU than the waiter called
@@ -150,7 +159,7 @@ class NestedAnswerRule {
   bool skip_ = true;
   int answers_ = 0;
   int splits_ = 0;
-  int windows_ = 0;         // windows since the choice last changed (or the other's figure was forgotten)
+  int windows_ = 0;  // windows since the choice last changed (or the other's figure was forgotten)
   int last_[2] = {-1, -1};  // [skip, keep]
 };
 /// The calling thread has answered a loop thread's nested call (OneShotEvent::set); `split`: it runs
@@ -236,10 +245,16 @@ bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
   };
   // No quick checks for a reply from a partner that was asleep: none comes before its wake-up. None
   // either for an idle waiter that has just answered a waiter that needs a CPU, often this one, before
-  // it can post again (docs/waiting.md, "Quick checks after an answer"). An idle waiter that woke a
-  // thread otherwise (a post to a parked loop) keeps them.
-  const bool quick_checks =
-      reads_hand_overs(waiter) ? !take_answered_waiter() : !(waiter == Waiter::reply && partner.asleep);
+  // it can post again (docs/waiting.md, "Quick checks after an answer"), or that woke a loop parked on
+  // its own CPU and waited for no reply since. An idle waiter that woke a thread otherwise keeps them.
+  bool quick_checks = true;
+  if (reads_hand_overs(waiter)) {
+    const bool answered = take_answered_waiter();
+    quick_checks = !take_woke_loop_here() && !answered;  // both taken
+  } else if (waiter == Waiter::reply) {
+    (void)take_woke_loop_here();  // the woken loop has had its turn by the reply
+    quick_checks = !partner.asleep;
+  }
   if (quick_checks && step()) {
     if (reads_hand_overs(waiter)) note_parking();  // found work: the hand-over is spent
     if (found_at_once != nullptr) *found_at_once = true;
