@@ -34,12 +34,13 @@ void futex_wait_address(const void* address, std::uint32_t expected, std::chrono
 void futex_wake_address(const void* address, int sleeper_cpu) noexcept {
   const long woken = syscall(SYS_futex, address, FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
   if (woken <= 0) return;
-  // Where the sleeper parked on another CPU, the kernel resumes it there if that CPU is idle.
+  // A sleeper that parked on another CPU usually resumes there (whether that CPU is idle is not
+  // checked): no hand-over.
   const int mine = sleeper_cpu < 0 ? -1 : current_cpu();
   if (sleeper_cpu < 0 || mine < 0 || sleeper_cpu == mine) note_handed_over(static_cast<int>(woken));
-  // One that parked on this very CPU runs only once this thread stops: nothing it posts can come
-  // before, so this thread's next idle poll skips its quick checks as well (unless a reply wait
-  // comes first).
+  // One that parked on this very CPU usually runs only once this thread stops: nothing it posts comes
+  // before, so this thread's next idle poll skips its quick checks as well (unless a reply wait comes
+  // first).
   if (sleeper_cpu >= 0 && sleeper_cpu == mine) note_woke_loop_here();
 }
 

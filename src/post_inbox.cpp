@@ -7,7 +7,11 @@
 namespace xthread::detail {
 
 void PostInbox::park(std::chrono::nanoseconds timeout) noexcept {
-  futex_wait_address(&word_, static_cast<std::uint32_t>(kParked), timeout);  // the word's low half (little-endian)
+  // relaxed: only the value to sleep on; a producer's push changed it already if it came first.
+  const std::uintptr_t parked = word_.load(std::memory_order_relaxed);
+  if ((parked & kTagMask) != kParked) return;  // woken already
+  // The word's low 32 bits (little-endian): the mark and the CPU field.
+  futex_wait_address(&word_, static_cast<std::uint32_t>(parked), timeout);
 }
 
 void PostInbox::deliver(const Wake& wake) noexcept {

@@ -2,11 +2,12 @@
 // src/post_inbox.hpp — the one word every post and every wake-up of an event loop goes through
 // (internal). It holds the posts (a lock-free intrusive list of LoopTasks, pushed with one
 // compare-exchange, taken whole by the loop, oldest first) and, in its low bits, whether the loop
-// sleeps: parked on this very word (futex), or its host waiting on the loop's eventfd (whose number
-// the word then carries). So a post learns from its own compare-exchange whether it must wake the
-// loop, and how, and never reads or writes the loop's memory after it: the loop may run the task and
-// be destroyed at once. A futex wake only passes the word's address to the kernel; a post that must
-// write the host's eventfd is counted before its push (LoopCore::PostGuard), so the fd stays open.
+// sleeps: parked on this very word (futex; the word then carries the CPU it parked on), or its host
+// waiting on the loop's eventfd (whose number the word then carries). So a post learns from its own
+// compare-exchange whether it must wake the loop, and how, and never reads or writes the loop's
+// memory after it: the loop may run the task and be destroyed at once. A futex wake only passes the
+// word's address to the kernel; a post that must write the host's eventfd is counted before its push
+// (LoopCore::PostGuard), so the fd stays open.
 #pragma once
 
 #include <atomic>
@@ -60,13 +61,9 @@ class PostInbox {
     std::uintptr_t seen = word_.load(std::memory_order_relaxed);
     std::uintptr_t next = 0;
     bool announced = false;
-    int sleeper_cpu = -1;
     do {
       if (seen == kClosed) return {Found::closed, {}};
       const std::uintptr_t tag = seen & kTagMask;
-      // Read before the exchange: once it is done the loop may run the task and the inbox may be gone.
-      // relaxed: a hint (a stale CPU only mistakes whether the wake is a hand-over).
-      if (tag == kParked) sleeper_cpu = parked_cpu_.load(std::memory_order_relaxed);
       if (tag == kHostWaiting && !announced) {
         on_host_waiting();
         announced = true;
@@ -77,7 +74,7 @@ class PostInbox {
       // acq_rel: release publishes the task's fields to the loop; acquire makes what the loop did before
       // it began a sleep (made its eventfd) visible to the wake this push delivers.
     } while (!word_.compare_exchange_weak(seen, next, std::memory_order_acq_rel, std::memory_order_relaxed));
-    return {found_in(seen), wake_for(seen, sleeper_cpu)};
+    return {found_in(seen), wake_for(seen)};
   }
   Pushed push(LoopTask* task) noexcept {
     return push(task, [] {});
@@ -101,14 +98,15 @@ class PostInbox {
 
   /// The loop's side: parks from here on if nothing was pushed (false: something was, or the inbox
   /// is closed, or the loop is notified). Then park() sleeps until a producer's wake, and end_sleep().
-  /// `cpu`: the CPU the loop thread parks on (-1: unknown), which the wake of the first push carries
-  /// (Wake::sleeper_cpu).
+  /// `cpu`: the CPU the loop thread parks on (-1: unknown), kept in the word beside the mark; the wake
+  /// that ends the park carries it (Wake::sleeper_cpu).
   [[nodiscard]] bool try_park(int cpu) noexcept {
-    parked_cpu_.store(cpu, std::memory_order_relaxed);  // relaxed: a hint (Wake::sleeper_cpu)
-    return try_sleep(kParked);
+    const std::uintptr_t cpu_field = cpu >= 0 && cpu < kMaxParkedCpu ? static_cast<std::uintptr_t>(cpu) + 1 : 0;
+    return try_sleep(kParked | (cpu_field << kTagBits));
   }
-  /// The loop thread, after try_park() and unlocking: sleeps while the loop is still parked, at most
-  /// `timeout` (negative: no limit), or spuriously.
+  /// The loop thread, after try_park() and unlocking: sleeps while the loop is still parked (on the
+  /// word's low 32 bits, as try_park() left them), at most `timeout` (negative: no limit), or
+  /// spuriously.
   void park(std::chrono::nanoseconds timeout) noexcept;
   /// The loop thread, after a park or a host wait that try_park()/try_host_wait() began: the loop runs
   /// again. True when a producer ended the sleep (a wake-up), false when the loop did (a timeout, or a
@@ -168,16 +166,20 @@ class PostInbox {
   static void deliver(const Wake& wake) noexcept;
 
  private:
-  // The word: a LoopTask* (newest first; tasks are at least 8-byte aligned) or the fd, in the high
-  // bits; a mark in the low three.
+  // The word: a LoopTask* (newest first; tasks are at least 8-byte aligned), the fd or the parked
+  // loop's CPU + 1 (0: unknown), in the high bits; a mark in the low three.
   static constexpr unsigned kTagBits = 3;
   static constexpr std::uintptr_t kTagMask = (1u << kTagBits) - 1u;
   static constexpr std::uintptr_t kParked = 1;       // no task; the loop thread sleeps on the word
   static constexpr std::uintptr_t kHostWaiting = 2;  // no task; the fd above; the host waits on it
   static constexpr std::uintptr_t kClosed = 3;       // the whole word: closed for good
   static constexpr std::uintptr_t kNotified = 4;     // woken or to be called again, tasks or not
+  // A parked word's CPU field: with the mark it stays within the futex's 32 bits (larger CPUs: unknown).
+  static constexpr int kMaxParkedCpu = 1 << 20;
   static_assert(alignof(LoopTask) > kTagMask, "the word keeps its marks in a task pointer's low bits");
   static_assert(std::endian::native == std::endian::little, "the loop parks on the word's low 32 bits");
+  static_assert(((std::uintptr_t{kMaxParkedCpu} << kTagBits) | kTagMask) <= 0xffffffffu,
+                "a parked word's mark and CPU field fit the futex's 32 bits");
 
   /// The newest task in a word that has_tasks().
   static LoopTask* task_in(std::uintptr_t word) noexcept {
@@ -200,8 +202,10 @@ class PostInbox {
         return Found::notified;
     }
   }
-  Wake wake_for(std::uintptr_t word, int sleeper_cpu = -1) const noexcept {
-    if ((word & kTagMask) == kParked) return {Wake::Kind::futex, -1, &word_, sleeper_cpu};
+  Wake wake_for(std::uintptr_t word) const noexcept {
+    if ((word & kTagMask) == kParked) {
+      return {Wake::Kind::futex, -1, &word_, static_cast<int>(word >> kTagBits) - 1};
+    }
     if ((word & kTagMask) == kHostWaiting) return {Wake::Kind::fd, static_cast<int>(word >> kTagBits), nullptr};
     return {};
   }
@@ -215,7 +219,6 @@ class PostInbox {
   static TaskList oldest_first(LoopTask* newest) noexcept;
 
   std::atomic<std::uintptr_t> word_{0};
-  std::atomic<int> parked_cpu_{-1};  // try_park()'s CPU: written by the loop thread, read by pushes
 };
 
 }  // namespace xthread::detail

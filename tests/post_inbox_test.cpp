@@ -178,7 +178,7 @@ TEST(PostInbox, TheFirstPushAfterAParkGetsTheWakeAndLaterOnesCoalesce) {
   EXPECT_TRUE(inbox.end_sleep());                   // a producer ended the park
   EXPECT_EQ(items(inbox.take()).size(), 2u);
   EXPECT_EQ(inbox.push(&tasks[2]).found, Found::running);  // taken: running from here on
-  EXPECT_FALSE(inbox.try_park(-1));                          // work waits: no park
+  EXPECT_FALSE(inbox.try_park(-1));                        // work waits: no park
   EXPECT_EQ(items(inbox.take()).size(), 1u);
   ASSERT_TRUE(inbox.try_park(-1));
   EXPECT_FALSE(inbox.end_sleep());  // a timeout: nobody woke it, and it runs again
@@ -218,13 +218,15 @@ TEST(PostInbox, AHostWaitCarriesTheFdToTheFirstProducerAndNotifiedStopsTheWrites
   EXPECT_TRUE(inbox.end_sleep());  // stop() ended the park
 }
 
-// The wake of the first push after a park carries the CPU the loop thread parked on (what the waker
-// weighs to decide whether the wake is a hand-over: futex_wake_address); other wakes carry none.
+// The parked word carries the CPU the loop thread parked on, and so does the wake that ends the park
+// (what the waker weighs to decide whether the wake is a hand-over: futex_wake_address): a push's, a
+// claim's or a close's. A host's wait, and a CPU out of the word's range, carry none.
 TEST(PostInbox, AParkedLoopsWakeCarriesTheCpuItParkedOn) {
   PostInbox inbox;
-  std::vector<Numbered> tasks(4);
+  std::vector<Numbered> tasks(5);
   ASSERT_TRUE(inbox.try_park(3));
   const PostInbox::Pushed first = inbox.push(&tasks[0]);
+  EXPECT_EQ(first.found, Found::parked);
   EXPECT_EQ(first.wake.kind, Wake::Kind::futex);
   EXPECT_EQ(first.wake.sleeper_cpu, 3);
   EXPECT_EQ(inbox.push(&tasks[1]).wake.sleeper_cpu, -1);  // coalesced: no wake
@@ -234,17 +236,28 @@ TEST(PostInbox, AParkedLoopsWakeCarriesTheCpuItParkedOn) {
   EXPECT_EQ(inbox.push(&tasks[2]).wake.sleeper_cpu, -1);
   EXPECT_TRUE(inbox.end_sleep());
   EXPECT_EQ(items(inbox.take()).size(), 1u);
-  ASSERT_TRUE(inbox.try_park(5));
-  EXPECT_EQ(inbox.claim().sleeper_cpu, -1);  // a claim (timers, stop) is weighed as before: unknown
+  ASSERT_TRUE(inbox.try_park(1 << 20));  // beyond the word's field: unknown
+  EXPECT_EQ(inbox.push(&tasks[3]).wake.sleeper_cpu, -1);
+  EXPECT_TRUE(inbox.end_sleep());
+  EXPECT_EQ(items(inbox.take()).size(), 1u);
+  ASSERT_TRUE(inbox.try_park(0));
+  const Wake claimed = inbox.claim();  // a timer change, stop()
+  EXPECT_EQ(claimed.kind, Wake::Kind::futex);
+  EXPECT_EQ(claimed.sleeper_cpu, 0);
   EXPECT_TRUE(inbox.end_sleep());
   EXPECT_TRUE(inbox.take().empty());  // clears the notified mark
   ASSERT_TRUE(inbox.try_host_wait(42));
-  EXPECT_EQ(inbox.push(&tasks[3]).wake.sleeper_cpu, -1);  // a host's thread may be anywhere
+  EXPECT_EQ(inbox.push(&tasks[4]).wake.sleeper_cpu, -1);  // a host's thread may be anywhere
   EXPECT_EQ(items(inbox.take()).size(), 1u);
+  ASSERT_TRUE(inbox.try_park(7));
+  Wake closing;
+  EXPECT_TRUE(inbox.close(closing).empty());
+  EXPECT_EQ(closing.sleeper_cpu, 7);
 }
 
-// A thread parks on the word as the loop does; pushes from here wake it. The park has no timeout, so
-// a lost wake shows as the future below never becoming ready (and the test fails, after 10 s).
+// A thread parks on the word as the loop does (with a CPU in the word, or none, in turn: the futex
+// sleeps on both); pushes from here wake it. The park has no timeout, so a lost wake shows as the
+// future below never becoming ready (and the test fails, after 10 s).
 TEST(PostInbox, APushedWakeReachesAThreadParkedOnTheWord) {
   PostInbox inbox;
   constexpr int kRounds = 200;
@@ -256,7 +269,7 @@ TEST(PostInbox, APushedWakeReachesAThreadParkedOnTheWord) {
     while (taken < kRounds && !inbox.closed()) {
       taken += static_cast<int>(items(inbox.take()).size());
       if (taken == kRounds) break;
-      if (!inbox.try_park(-1)) continue;  // something was pushed meanwhile
+      if (!inbox.try_park(taken % 2 == 0 ? 5 : -1)) continue;  // something was pushed meanwhile
       parked_rounds.fetch_add(1);
       inbox.park(-1ns);
       (void)inbox.end_sleep();

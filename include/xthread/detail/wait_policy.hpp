@@ -47,8 +47,8 @@ struct WaitInputs {
   int cpus = 1;               ///< CPUs this process may use (usable_cpus())
   int reply_pollers = 0;      ///< other threads polling for a reply now
   int idle_pollers = 0;       ///< other threads polling for work now
-  /// loop_idle and worker_idle: threads it woke, or answered on its own CPU, since it last parked or
-  /// idle-polled.
+  /// loop_idle and worker_idle: threads it woke (an event loop only if it parked on this CPU, or on
+  /// one not known), or answered on its own CPU, since it last parked or idle-polled.
   int handed_over = 0;
   /// Reply waiters: its previous reply came less than an idle poll ago (a streak of calls).
   bool streak = false;
@@ -106,10 +106,11 @@ void note_answered_waiter() noexcept;
 /// Reads and clears the calling thread's note_answered_waiter(). Thread rule: the calling thread.
 [[nodiscard]] bool take_answered_waiter() noexcept;
 /// The calling thread has woken an event loop that parked on this CPU (futex_wake_address): the loop
-/// runs only once this thread stops, so this thread's next idle poll skips its quick checks, unless
-/// the thread waits for a reply first (by then the loop has had its turn: a loop thread's nested call
-/// to a parked loop). Cleared by that poll or reply wait, and by a park. Thread rule: the calling
-/// thread (thread-local).
+/// usually runs only once this thread stops (the kernel does not check it here, and neither does
+/// this), so this thread's next idle poll skips its quick checks, unless the thread waits for a reply
+/// first. Any reply wait clears it; it is meant for a loop thread's nested call to the loop it woke,
+/// which has answered by then. Cleared by that poll or reply wait, and by a park (a zero-limit wait
+/// does neither). Thread rule: the calling thread (thread-local).
 void note_woke_loop_here() noexcept;
 /// Reads and clears the calling thread's note_woke_loop_here(). Thread rule: the calling thread.
 [[nodiscard]] bool take_woke_loop_here() noexcept;
@@ -129,7 +130,7 @@ class NestedAnswerRule {
  public:
   static constexpr int kWindow = 256;
   static constexpr int kTolerated = kWindow / 4;  // splits per window
-  static constexpr int kForget = 16;  // windows
+  static constexpr int kForget = 16;              // windows
   /// The current choice: skip the quick checks (the default) or keep them.
   [[nodiscard]] bool skip_quick_checks() const noexcept { return skip_; }
   /// One nested answer: `split` when the answering thread ran on another CPU than the waiter called
@@ -159,7 +160,7 @@ class NestedAnswerRule {
   bool skip_ = true;
   int answers_ = 0;
   int splits_ = 0;
-  int windows_ = 0;  // windows since the choice last changed (or the other's figure was forgotten)
+  int windows_ = 0;         // windows since the choice last changed (or the other's figure was forgotten)
   int last_[2] = {-1, -1};  // [skip, keep]
 };
 /// The calling thread has answered a loop thread's nested call (OneShotEvent::set); `split`: it runs
@@ -227,9 +228,10 @@ class PollSession {
 
 /// Checks `ready()` a few times without touching shared state (a reply already on its way costs no
 /// more; skipped when the partner is asleep, and by an idle waiter that has just answered a waiter that
-/// needs a CPU), then polls it for as long as the policy allows. Returns ready()'s last value: the
-/// caller parks when it is false. Never polls longer than kMaxPoll plus one step. `found_at_once`, when
-/// given, is set to whether the quick checks found the condition (no clock was read then).
+/// needs a CPU or woken a loop parked on its CPU: note_woke_loop_here), then polls it for as long as
+/// the policy allows. Returns ready()'s last value: the caller parks when it is false. Never polls
+/// longer than kMaxPoll plus one step. `found_at_once`, when given, is set to whether the quick checks
+/// found the condition (no clock was read then).
 template <class Ready>
 bool poll_before_park(Ready&& ready, Waiter waiter, Partner partner = {},
                       std::chrono::nanoseconds limit = std::chrono::nanoseconds{-1},
