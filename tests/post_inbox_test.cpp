@@ -240,6 +240,10 @@ TEST(PostInbox, AParkedLoopsWakeCarriesTheCpuItParkedOn) {
   EXPECT_EQ(inbox.push(&tasks[3]).wake.sleeper_cpu, -1);
   EXPECT_TRUE(inbox.end_sleep());
   EXPECT_EQ(items(inbox.take()).size(), 1u);
+  ASSERT_TRUE(inbox.try_park((1 << 20) - 1));  // the largest the field holds
+  EXPECT_EQ(inbox.claim().sleeper_cpu, (1 << 20) - 1);
+  EXPECT_TRUE(inbox.end_sleep());
+  EXPECT_TRUE(inbox.take().empty());
   ASSERT_TRUE(inbox.try_park(0));
   const Wake claimed = inbox.claim();  // a timer change, stop()
   EXPECT_EQ(claimed.kind, Wake::Kind::futex);
@@ -253,6 +257,24 @@ TEST(PostInbox, AParkedLoopsWakeCarriesTheCpuItParkedOn) {
   Wake closing;
   EXPECT_TRUE(inbox.close(closing).empty());
   EXPECT_EQ(closing.sleeper_cpu, 7);
+}
+
+// park() sleeps on the parked word's own value, CPU field and all: a park with nothing pushed
+// returns only at its timeout. (Sleeping on the bare mark would return at once, every time.)
+TEST(PostInbox, AParkWithACpuInTheWordSleepsUntilItsTimeout) {
+  PostInbox inbox;
+  for (const int cpu : {5, -1}) {
+    ASSERT_TRUE(inbox.try_park(cpu));
+    const auto start = std::chrono::steady_clock::now();
+    int returns = 0;
+    while (std::chrono::steady_clock::now() - start < 20ms) {
+      inbox.park(5ms);
+      ++returns;
+    }
+    // About 4 returns of 5 ms; a park that did not sleep would return thousands of times.
+    EXPECT_LE(returns, 8) << "cpu " << cpu;
+    EXPECT_FALSE(inbox.end_sleep());  // nobody woke it
+  }
 }
 
 // A thread parks on the word as the loop does (with a CPU in the word, or none, in turn: the futex

@@ -584,12 +584,17 @@ TEST(HandOver, APostThatWakesALoopParkedOnAnotherCpuIsNoHandOver) {
     EXPECT_TRUE(pin_loop(target, target_cpu));
     EXPECT_TRUE(xthread_test::eventually([] { return xthread_test::all_threads_sleeping("xt-target"); }))
         << "the target loop never parked";
-    return poster.loop()
-        .invoke([&] {
+    const std::uint64_t wakeups = target.loop().stats().wakeups;
+    const auto post_and_note = [&] {  // on the poster's thread
       xthread::detail::note_parking();  // from zero
       EXPECT_TRUE(target.loop().post([] {}));
       return take_wake_notes();
-    }).get();
+    };
+    const WakeNoted noted = poster.loop().invoke(post_and_note).get();
+    // The post ended the target's park (without a wake there would be no hand-over to note either way).
+    EXPECT_TRUE(xthread_test::eventually([&] { return target.loop().stats().wakeups > wakeups; }))
+        << "the post did not wake the target";
+    return noted;
   };
   const WakeNoted elsewhere = post_to_parked(cpus[1]);  // another CPU: the target resumes there
   EXPECT_EQ(elsewhere.handed_over, 0);

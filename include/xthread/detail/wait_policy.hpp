@@ -47,8 +47,8 @@ struct WaitInputs {
   int cpus = 1;               ///< CPUs this process may use (usable_cpus())
   int reply_pollers = 0;      ///< other threads polling for a reply now
   int idle_pollers = 0;       ///< other threads polling for work now
-  /// loop_idle and worker_idle: threads it woke (an event loop only if it parked on this CPU, or on
-  /// one not known), or answered on its own CPU, since it last parked or idle-polled.
+  /// loop_idle and worker_idle: threads it woke (an event loop only if it parked on this CPU, or if
+  /// either CPU is not known), or answered on its own CPU, since it last parked or idle-polled.
   int handed_over = 0;
   /// Reply waiters: its previous reply came less than an idle poll ago (a streak of calls).
   bool streak = false;
